@@ -1,0 +1,9 @@
+"""Helpers that the course notebooks import: setup, checks, plots, and the solution loader.
+
+Light by design (torch, numpy, matplotlib), so a Colab notebook can pip-install it.
+"""
+
+from .runtime import init, is_grading, pick_device, seed_everything
+
+__all__ = ["init", "is_grading", "pick_device", "seed_everything"]
+__version__ = "0.1.0"

@@ -1,0 +1,324 @@
+"""Checks that test cells call: they compare, and when they fail they say why.
+
+Every check either returns ``True`` or raises ``AssertionError`` with a message a
+student can act on: what was called and on which input, the largest error and
+where it is, and a hint. Test cells end with ``assert check_...(...)``, so the
+last line of a test cell is always an assert (nbgrader would otherwise score a
+bare expression by its value).
+
+Student code is called with warnings silenced: nbgrader gives 0 to a test cell
+that writes anything to stderr, and a harmless torch warning must not cost points.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import warnings
+from dataclasses import dataclass
+from typing import Any, Callable, Iterator, Sequence
+
+import torch
+
+__all__ = [
+    "Tolerance",
+    "tolerance",
+    "describe",
+    "call",
+    "check_close",
+    "check_equal",
+    "check_raises",
+    "check_shape",
+    "forbidden",
+    "check_no_builtin",
+    "random_tensor",
+    "random_shape",
+    "check_matches",
+]
+
+
+@dataclass(frozen=True)
+class Tolerance:
+    rtol: float
+    atol: float
+
+
+# Per-dtype tolerances used by every notebook. They are loose enough for a correct
+# implementation written differently (loops, einsum, float64 inside, another
+# summation order) and tight enough that a real mistake is never within them.
+# float32: about 100 ulps of rounding on values of order 1.
+# float64: catches a computation done in float32 and cast back (errors ~1e-7).
+TOLERANCES: dict[torch.dtype, Tolerance] = {
+    torch.float16: Tolerance(rtol=1e-3, atol=1e-3),
+    torch.bfloat16: Tolerance(rtol=1.6e-2, atol=1e-2),
+    torch.float32: Tolerance(rtol=1e-5, atol=1e-5),
+    torch.float64: Tolerance(rtol=1e-10, atol=1e-10),
+}
+
+
+def tolerance(dtype: torch.dtype) -> Tolerance:
+    """The tolerance used to compare tensors of ``dtype`` (exact for other dtypes)."""
+    return TOLERANCES.get(dtype, Tolerance(rtol=0.0, atol=0.0))
+
+
+def describe(value: Any, max_values: int = 16) -> str:
+    """A short description of a value for an error message; small tensors in full."""
+    if isinstance(value, torch.Tensor):
+        shape = list(value.shape)
+        dtype = str(value.dtype).replace("torch.", "")
+        if value.numel() <= max_values:
+            values = str(value.detach().cpu().tolist())
+            return f"tensor({values}, shape={shape}, dtype={dtype})"
+        return f"tensor of shape {shape}, dtype={dtype}"
+    if isinstance(value, (tuple, list)) and len(value) <= 4:
+        inner = ", ".join(describe(v, max_values) for v in value)
+        return f"({inner})" if isinstance(value, tuple) else f"[{inner}]"
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def _fail(label: str, problem: str, *, inputs: dict[str, Any] | None, hint: str) -> None:
+    lines = [f"{label}: {problem}"]
+    for name, value in (inputs or {}).items():
+        lines.append(f"  input {name} = {describe(value)}")
+    if hint:
+        lines.append(f"  hint: {hint}")
+    raise AssertionError("\n".join(lines))
+
+
+def _format_call(fn: Callable[..., Any], args: Sequence[Any], kwargs: dict[str, Any]) -> str:
+    names = [f"<{type(a).__name__}>" if isinstance(a, torch.Tensor) else repr(a) for a in args]
+    names += [f"{k}={v!r}" if not isinstance(v, torch.Tensor) else f"{k}=<Tensor>" for k, v in kwargs.items()]
+    return f"{getattr(fn, '__name__', 'function')}({', '.join(names)})"
+
+
+def call(
+    fn: Callable[..., Any],
+    *args: Any,
+    label: str | None = None,
+    hint: str = "",
+    returns: int | None = None,
+    **kwargs: Any,
+) -> Any:
+    """Call a student's function with warnings silenced and return its result.
+
+    An exception inside it becomes an ``AssertionError`` that names the call.
+    With ``returns=n`` the result must be a tuple of ``n`` items.
+    """
+    label = label or _format_call(fn, args, kwargs)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            result = fn(*args, **kwargs)
+    except NotImplementedError:
+        raise AssertionError(f"{label}: not written yet (it raises NotImplementedError).") from None
+    except Exception as error:  # noqa: BLE001 - any failure of student code is reported
+        _fail(label, f"raised {type(error).__name__}: {error}", inputs=None, hint=hint)
+    if returns is not None and not (isinstance(result, tuple) and len(result) == returns):
+        _fail(label, f"should return a tuple of {returns} items, got {describe(result)}", inputs=None, hint=hint)
+    return result
+
+
+def check_shape(actual: Any, shape: Sequence[int], *, label: str, hint: str = "") -> bool:
+    """``actual`` is a tensor of exactly this shape."""
+    if not isinstance(actual, torch.Tensor):
+        _fail(label, f"expected a torch.Tensor, got {describe(actual)}", inputs=None, hint=hint)
+    if list(actual.shape) != list(shape):
+        _fail(label, f"expected shape {list(shape)}, got {list(actual.shape)}", inputs=None, hint=hint)
+    return True
+
+
+def check_close(
+    actual: Any,
+    expected: torch.Tensor,
+    *,
+    label: str,
+    inputs: dict[str, Any] | None = None,
+    hint: str = "",
+    rtol: float | None = None,
+    atol: float | None = None,
+    check_dtype: bool = True,
+) -> bool:
+    """``actual`` matches ``expected`` in shape, dtype and values (per-dtype tolerance).
+
+    NaN in ``actual`` fails unless ``expected`` has NaN at the same place.
+    """
+    check_shape(actual, expected.shape, label=label, hint=hint)
+    if check_dtype and actual.dtype != expected.dtype:
+        _fail(
+            label,
+            f"returned dtype {actual.dtype} but {expected.dtype} was expected",
+            inputs=inputs,
+            hint=hint or "keep the input's dtype: avoid creating new tensors with the default dtype.",
+        )
+    tol = tolerance(expected.dtype)
+    rtol = tol.rtol if rtol is None else rtol
+    atol = tol.atol if atol is None else atol
+    try:
+        torch.testing.assert_close(actual, expected, rtol=rtol, atol=atol, equal_nan=True, check_dtype=False)
+        return True
+    except AssertionError:
+        pass
+    got = actual.detach().to(torch.float64).cpu()
+    want = expected.detach().to(torch.float64).cpu()
+    bad_nan = torch.isnan(got) & ~torch.isnan(want)
+    if bad_nan.any():
+        where = tuple(int(i) for i in bad_nan.nonzero()[0])
+        _fail(
+            label,
+            f"{int(bad_nan.sum())} of {got.numel()} entries are NaN where a number was expected "
+            f"(first at index {where}, expected {want[where].item():.6g})",
+            inputs=inputs,
+            hint=hint,
+        )
+    error = (got - want).abs().nan_to_num(nan=0.0, posinf=float("inf"))
+    error = torch.where(got == want, torch.zeros_like(error), error)  # inf == inf is no error
+    allowed = atol + rtol * want.abs()
+    outside = error > allowed
+    flat = int(torch.argmax(torch.where(outside, error, torch.full_like(error, -1.0))))
+    where = tuple(int(i) for i in torch.unravel_index(torch.tensor(flat), got.shape)) if got.dim() else ()
+    _fail(
+        label,
+        f"{int(outside.sum())} of {got.numel()} entries differ; largest error {error[where].item():.3g} "
+        f"at index {where}: got {got[where].item():.6g}, expected {want[where].item():.6g} "
+        f"(rtol={rtol:g}, atol={atol:g})",
+        inputs=inputs,
+        hint=hint,
+    )
+    return False  # not reached: _fail raises
+
+
+def check_equal(actual: Any, expected: Any, *, label: str, inputs: dict[str, Any] | None = None, hint: str = "") -> bool:
+    """``actual`` equals ``expected`` exactly (tensors: same shape, dtype and values)."""
+    if isinstance(expected, torch.Tensor):
+        check_shape(actual, expected.shape, label=label, hint=hint)
+        if actual.dtype == expected.dtype and torch.equal(actual, expected):
+            return True
+        _fail(label, f"got {describe(actual)}, expected {describe(expected)}", inputs=inputs, hint=hint)
+    if actual != expected:
+        _fail(label, f"got {describe(actual)}, expected {describe(expected)}", inputs=inputs, hint=hint)
+    return True
+
+
+def check_raises(
+    error: type[BaseException],
+    fn: Callable[..., Any],
+    *args: Any,
+    label: str | None = None,
+    hint: str = "",
+    **kwargs: Any,
+) -> bool:
+    """``fn(*args, **kwargs)`` raises ``error`` (and not some other exception)."""
+    label = label or _format_call(fn, args, kwargs)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            result = fn(*args, **kwargs)
+    except error:
+        return True
+    except NotImplementedError:
+        raise AssertionError(f"{label}: not written yet (it raises NotImplementedError).") from None
+    except Exception as other:  # noqa: BLE001
+        _fail(label, f"should raise {error.__name__}, but raised {type(other).__name__}: {other}", inputs=None, hint=hint)
+    _fail(label, f"should raise {error.__name__}, but returned {describe(result)}", inputs=None, hint=hint)
+    return False  # not reached
+
+
+class ForbiddenCallError(RuntimeError):
+    """Raised by a built-in that a graded function must not call."""
+
+
+def _resolve(path: str) -> tuple[Any, str]:
+    """'torch.nn.functional.softmax' -> (the module torch.nn.functional, 'softmax')."""
+    owner_path, _, attribute = path.rpartition(".")
+    try:
+        owner: Any = importlib.import_module(owner_path)
+    except ModuleNotFoundError:  # e.g. torch.Tensor.softmax: a class, not a module
+        module_path, _, class_name = owner_path.rpartition(".")
+        owner = getattr(importlib.import_module(module_path), class_name)
+    return owner, attribute
+
+
+@contextlib.contextmanager
+def forbidden(*paths: str) -> Iterator[list[str]]:
+    """Make the named built-ins raise while the block runs; yields the calls made.
+
+    The list is filled even if student code swallows the ``ForbiddenCallError``.
+    """
+    calls: list[str] = []
+    saved: list[tuple[Any, str, Any]] = []
+
+    def tripwire(path: str) -> Callable[..., Any]:
+        def refuse(*_args: Any, **_kwargs: Any) -> Any:
+            calls.append(path)
+            raise ForbiddenCallError(f"{path} is not allowed here")
+
+        return refuse
+
+    try:
+        for path in paths:
+            owner, attribute = _resolve(path)
+            saved.append((owner, attribute, getattr(owner, attribute)))
+            setattr(owner, attribute, tripwire(path))
+        yield calls
+    finally:
+        for owner, attribute, original in reversed(saved):
+            setattr(owner, attribute, original)
+
+
+def check_no_builtin(
+    fn: Callable[..., Any],
+    *args: Any,
+    builtins: Sequence[str],
+    label: str | None = None,
+    hint: str = "",
+    **kwargs: Any,
+) -> bool:
+    """``fn`` runs to completion without calling any of ``builtins``."""
+    label = label or _format_call(fn, args, kwargs)
+    with forbidden(*builtins) as calls:
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                fn(*args, **kwargs)
+        except ForbiddenCallError:
+            pass
+        except NotImplementedError:
+            raise AssertionError(f"{label}: not written yet (it raises NotImplementedError).") from None
+    if calls:
+        _fail(label, f"calls {sorted(set(calls))}, which this exercise asks you to write yourself", inputs=None, hint=hint)
+    return True
+
+
+def random_tensor(
+    *shape: int,
+    dtype: torch.dtype = torch.float32,
+    seed: int = 0,
+    scale: float = 1.0,
+) -> torch.Tensor:
+    """A reproducible normal tensor: the same seed always gives the same values."""
+    generator = torch.Generator().manual_seed(seed)
+    return (torch.randn(*shape, generator=generator, dtype=torch.float64) * scale).to(dtype)
+
+
+def random_shape(seed: int, ndim: int, low: int = 1, high: int = 7) -> tuple[int, ...]:
+    """A reproducible random shape with ``ndim`` sizes in ``[low, high)``."""
+    generator = torch.Generator().manual_seed(10_000 + seed)
+    return tuple(int(n) for n in torch.randint(low, high, (ndim,), generator=generator))
+
+
+def check_matches(
+    actual: Any,
+    references: dict[str, torch.Tensor],
+    *,
+    label: str,
+    inputs: dict[str, Any] | None = None,
+    hint: str = "",
+    rtol: float | None = None,
+    atol: float | None = None,
+) -> bool:
+    """``check_close`` against several references at once, e.g. torch's kernel and the solution."""
+    return all(
+        check_close(actual, expected, label=f"{label} vs {name}", inputs=inputs, hint=hint, rtol=rtol, atol=atol)
+        for name, expected in references.items()
+    )

@@ -1,0 +1,108 @@
+"""Load the instructor's solution code, for hidden tests to compare against.
+
+The solutions live only in the instructor's ``solutions/`` folder, never in the
+student notebooks. A hidden test cell calls ``load_solution("01_soft_dictionary_lookup")``
+and gets a module holding that notebook's graded functions, built from:
+
+* every top-level ``import`` in the notebook's code cells, and
+* every nbgrader solution cell (which, by the grading contract, holds only definitions).
+
+Where the solutions are: ``$COURSE_SOLUTIONS_DIR`` (the autograder sets it), else the
+nearest ``solutions/`` folder above the working directory (an instructor running a
+solution notebook in place).
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+import types
+from pathlib import Path
+from typing import Any
+
+SOLUTIONS_ENV_VAR = "COURSE_SOLUTIONS_DIR"
+
+_cache: dict[Path, types.ModuleType] = {}
+
+
+def nbgrader_meta(cell: dict[str, Any]) -> dict[str, Any]:
+    """A cell's nbgrader metadata ({} for an ordinary cell)."""
+    return cell.get("metadata", {}).get("nbgrader", {}) or {}
+
+
+def cell_source(cell: dict[str, Any]) -> str:
+    source = cell.get("source", "")
+    return "".join(source) if isinstance(source, list) else source
+
+
+def is_solution_cell(cell: dict[str, Any]) -> bool:
+    """A code cell the student fills in (nbgrader "Autograded answer")."""
+    meta = nbgrader_meta(cell)
+    return cell.get("cell_type") == "code" and bool(meta.get("solution")) and not meta.get("grade")
+
+
+def is_test_cell(cell: dict[str, Any]) -> bool:
+    """A code cell whose outcome is scored (nbgrader "Autograder tests")."""
+    meta = nbgrader_meta(cell)
+    return cell.get("cell_type") == "code" and bool(meta.get("grade")) and not meta.get("solution")
+
+
+def solution_cells(notebook: dict[str, Any]) -> dict[str, str]:
+    """grade_id -> source of each solution cell, in notebook order."""
+    return {nbgrader_meta(c)["grade_id"]: cell_source(c) for c in notebook["cells"] if is_solution_cell(c)}
+
+
+def top_level_imports(notebook: dict[str, Any]) -> str:
+    """Every top-level import statement of the notebook's code cells, as source."""
+    lines: list[str] = []
+    for cell in notebook["cells"]:
+        if cell.get("cell_type") != "code":
+            continue
+        try:
+            tree = ast.parse(_without_magics(cell_source(cell)))
+        except SyntaxError:
+            continue
+        lines += [ast.unparse(node) for node in tree.body if isinstance(node, (ast.Import, ast.ImportFrom))]
+    return "\n".join(dict.fromkeys(lines))  # keep order, drop repeats
+
+
+def _without_magics(source: str) -> str:
+    # IPython magics (%matplotlib, !pip) are not Python; blank them before parsing.
+    return "\n".join("" if line.lstrip().startswith(("%", "!")) else line for line in source.splitlines())
+
+
+def solutions_dir() -> Path:
+    """The folder that holds ``NN_name/NN_name.ipynb`` solution notebooks."""
+    configured = os.environ.get(SOLUTIONS_ENV_VAR)
+    if configured:
+        return Path(configured)
+    here = Path.cwd().resolve()
+    for folder in (here, *here.parents):
+        candidate = folder / "solutions"
+        if candidate.is_dir():
+            return candidate
+    raise FileNotFoundError(
+        "Hidden tests need the instructor's solutions/ folder, and none was found: "
+        f"set ${SOLUTIONS_ENV_VAR} or run from inside the course repository."
+    )
+
+
+def solution_notebook_path(assignment: str) -> Path:
+    path = solutions_dir() / assignment / f"{assignment}.ipynb"
+    if not path.is_file():
+        raise FileNotFoundError(f"no solution notebook for {assignment!r} at {path}")
+    return path
+
+
+def load_solution(assignment: str) -> types.ModuleType:
+    """The solution notebook's graded functions as a module (loaded once, then cached)."""
+    path = solution_notebook_path(assignment).resolve()
+    if path not in _cache:
+        notebook = json.loads(path.read_text(encoding="utf-8"))
+        module = types.ModuleType(f"solution_{assignment}")
+        module.__file__ = str(path)
+        code = top_level_imports(notebook) + "\n\n" + "\n\n".join(solution_cells(notebook).values())
+        exec(compile(code, str(path), "exec"), module.__dict__)  # noqa: S102 - instructor's own code
+        _cache[path] = module
+    return _cache[path]

@@ -1,0 +1,61 @@
+"""What the first cell of every notebook calls: seeds, print options, plot defaults.
+
+It also answers the one question heavy cells ask: "am I being graded?"
+nbgrader sets ``NBGRADER_EXECUTION`` while it autogrades or validates, and
+cells that benchmark or train shrink their work when it is set.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+
+import numpy as np
+import torch
+
+GRADING_ENV_VAR = "NBGRADER_EXECUTION"
+
+
+def is_grading() -> bool:
+    """True while nbgrader executes the notebook (autograde or validate)."""
+    return bool(os.environ.get(GRADING_ENV_VAR))
+
+
+def seed_everything(seed: int = 0) -> None:
+    """Seed Python, NumPy and torch so that every run shows the same numbers."""
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.manual_seed(seed)
+
+
+def pick_device() -> torch.device:
+    """The CUDA device when there is one, else the CPU."""
+    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+
+def init(seed: int = 0, *, verbose: bool = True) -> torch.device:
+    """Set up a notebook: seeds, readable printing, small figures. Returns the device."""
+    seed_everything(seed)
+    torch.set_printoptions(precision=4, sci_mode=False)
+    _plot_defaults()
+    device = pick_device()
+    if verbose:
+        mode = "grading (small sizes)" if is_grading() else "interactive"
+        print(f"torch {torch.__version__} | device: {device} | seed: {seed} | mode: {mode}")
+    return device
+
+
+def _plot_defaults() -> None:
+    # Imported here so that code which never plots does not pay for matplotlib.
+    import matplotlib.pyplot as plt
+
+    plt.rcParams.update(
+        {
+            "figure.figsize": (6.0, 3.2),
+            "figure.dpi": 80 if is_grading() else 100,
+            "axes.grid": True,
+            "grid.alpha": 0.3,
+            "axes.spines.top": False,
+            "axes.spines.right": False,
+        }
+    )
