@@ -1,0 +1,24 @@
+"""Typical mistakes and correct variants, per assignment, as edits of the solution.
+
+A ``Variant`` rewrites one solution cell: either small text edits of the solution
+(a mistake is usually one wrong line) or a whole new cell (a different but correct
+implementation). ``loses`` names the tests that must lose points; a correct variant
+loses none. The test suite grades each variant and holds the notebook's tests to
+this table: every mistake loses points on the test that names it, and every
+correct variant gets full marks.
+"""
+
+from __future__ import annotations
+
+from . import soft_dictionary_lookup
+from .variant import Variant
+
+__all__ = ["Variant", "MISTAKES", "CORRECT_VARIANTS"]
+
+# assignment -> (mistakes, correct variants)
+MISTAKES: dict[str, list[Variant]] = {
+    "01_soft_dictionary_lookup": soft_dictionary_lookup.MISTAKES,
+}
+CORRECT_VARIANTS: dict[str, list[Variant]] = {
+    "01_soft_dictionary_lookup": soft_dictionary_lookup.CORRECT_VARIANTS,
+}

@@ -1,0 +1,88 @@
+"""The instructor's command line: ``python -m autograder {release,grade,demo}``."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+
+def _require_instructor_tools() -> None:
+    try:
+        import nbgrader  # noqa: F401
+    except ImportError:
+        sys.exit("The autograder needs the instructor tools: pip install -e '.[instructor]'")
+
+
+def _release(args: argparse.Namespace) -> int:
+    from .release import release, stale_notebooks
+
+    if args.check:
+        problems = stale_notebooks()
+        for problem in problems:
+            print(problem)
+        if problems:
+            print("notebooks/ is stale: run `python -m autograder release` and commit the result.")
+            return 1
+        print("notebooks/ is in sync with solutions/.")
+        return 0
+    names = release()
+    print(f"released {len(names)} notebook(s) into notebooks/: {', '.join(names)}")
+    return 0
+
+
+def _grade(args: argparse.Namespace) -> int:
+    from .grade import format_table, grade
+
+    started = time.monotonic()
+    try:
+        report = grade(
+            Path(args.submissions),
+            Path(args.out),
+            assignments=[args.assignment] if args.assignment else None,
+            feedback=not args.no_feedback,
+        )
+    except ValueError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    print(format_table(report))
+    print(f"\n{len(report.grades)} grade row(s) in {time.monotonic() - started:.0f} s; written to {Path(args.out) / 'grades.csv'}")
+    return 0
+
+
+def _demo(args: argparse.Namespace) -> int:
+    from .demo import run_demo
+
+    started = time.monotonic()
+    run_demo(Path(args.out) if args.out else None)
+    print(f"\ndemo finished in {time.monotonic() - started:.0f} s")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m autograder", description=__doc__)
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    release = commands.add_parser("release", help="regenerate notebooks/ from solutions/ with nbgrader")
+    release.add_argument("--check", action="store_true", help="change nothing; exit 1 and name each stale notebook")
+    release.set_defaults(run=_release)
+
+    grade = commands.add_parser("grade", help="autograde a folder with one sub-folder per student")
+    grade.add_argument("submissions", help="folder of student folders, each holding notebooks named as released")
+    grade.add_argument("--out", required=True, help="where grades.csv, tests.csv and feedback/ are written")
+    grade.add_argument("--assignment", help="grade only this assignment (default: every one handed in)")
+    grade.add_argument("--no-feedback", action="store_true", help="skip the HTML feedback")
+    grade.set_defaults(run=_grade)
+
+    demo = commands.add_parser("demo", help="grade a small synthetic class and print the score table")
+    demo.add_argument("--out", help="keep grades.csv, tests.csv and feedback/ here")
+    demo.set_defaults(run=_demo)
+
+    args = parser.parse_args(argv)
+    _require_instructor_tools()
+    return args.run(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

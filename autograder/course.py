@@ -1,0 +1,103 @@
+"""A scratch nbgrader course: the one place that talks to nbgrader's API.
+
+Release and grading both run nbgrader inside a throw-away course folder, so that
+nbgrader's gradebook, logs and working folders never touch the repository or the
+instructor's submissions folder.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import re
+import shutil
+import tempfile
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterator
+
+from .settings import SOLUTIONS_DIR, course_config, put_environment_on_path
+
+ASSIGNMENT_NAME = re.compile(r"^\d{2}_[a-z0-9_]+$")
+
+
+def list_assignments(solutions_dir: Path = SOLUTIONS_DIR) -> list[str]:
+    """Assignment names in course order: folders ``NN_name`` holding ``NN_name.ipynb``."""
+    return sorted(
+        folder.name
+        for folder in solutions_dir.iterdir()
+        if folder.is_dir() and ASSIGNMENT_NAME.match(folder.name) and (folder / f"{folder.name}.ipynb").is_file()
+    )
+
+
+class NbgraderError(RuntimeError):
+    """An nbgrader step failed; the message carries the useful part of its log."""
+
+
+@dataclass
+class ScratchCourse:
+    """An nbgrader course in a temporary folder, with the solutions as its source."""
+
+    root: Path
+    solutions_dir: Path
+
+    @property
+    def db_path(self) -> Path:
+        return self.root / "gradebook.db"
+
+    def api(self, release_dir: Path | str = "release") -> Any:
+        # Imported lazily: course_utils users never need nbgrader installed.
+        from nbgrader.apps import NbGraderAPI
+        from nbgrader.auth import Authenticator
+        from nbgrader.coursedir import CourseDirectory
+
+        config = course_config(self.root, db_path=self.db_path, source_dir=self.solutions_dir, release_dir=release_dir)
+        coursedir = CourseDirectory(config=config)
+        api = NbGraderAPI(coursedir, Authenticator(config=config), config=config)
+        api.log.setLevel(logging.ERROR)
+        return api
+
+    def run(self, result: dict[str, Any], step: str) -> str:
+        """Check an NbGraderAPI result; return its log, or raise with the error."""
+        if not result.get("success"):
+            raise NbgraderError(f"{step} failed: {summarize_log(result.get('error') or result.get('log') or '')}")
+        return result.get("log", "")
+
+
+def summarize_log(log: str, limit: int = 400) -> str:
+    """The most telling lines of an nbgrader log or traceback, on one line."""
+    lines = [line.strip() for line in log.splitlines() if line.strip()]
+    telling = [line for line in lines if re.search(r"(Error|error|Exception|Timeout|died|timed out)", line)]
+    text = " | ".join((telling or lines)[-3:])
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+@contextlib.contextmanager
+def scratch_course(solutions_dir: Path = SOLUTIONS_DIR, keep: Path | None = None) -> Iterator[ScratchCourse]:
+    """A fresh nbgrader course whose source folder is (a copy of) the solutions.
+
+    The solutions are copied so that a later edit of the repository cannot change
+    a grading run half-way. ``COURSE_SOLUTIONS_DIR`` points hidden tests at the copy.
+    """
+    put_environment_on_path()
+    # nbgrader 0.9 trips SQLAlchemy 2's autoflush warnings on every autograde; they are harmless.
+    warnings.filterwarnings("ignore", message=r".*not in session.*")
+    root = Path(tempfile.mkdtemp(prefix="attention-course-")) if keep is None else keep
+    source = root / "source"
+    shutil.copytree(solutions_dir, source, ignore=shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__"))
+    saved = os.environ.get("COURSE_SOLUTIONS_DIR")
+    os.environ["COURSE_SOLUTIONS_DIR"] = str(source)
+    previous_cwd = Path.cwd()
+    os.chdir(root)  # nbgrader writes its log file into the working directory
+    try:
+        yield ScratchCourse(root=root, solutions_dir=source)
+    finally:
+        os.chdir(previous_cwd)
+        if saved is None:
+            os.environ.pop("COURSE_SOLUTIONS_DIR", None)
+        else:
+            os.environ["COURSE_SOLUTIONS_DIR"] = saved
+        if keep is None:
+            shutil.rmtree(root, ignore_errors=True)

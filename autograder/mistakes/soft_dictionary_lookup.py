@@ -1,0 +1,83 @@
+"""Notebook 01: the mistakes students make, and correct answers written differently."""
+
+from __future__ import annotations
+
+from .variant import Variant
+
+MAX_SHIFT = "scaled - scaled.amax(dim=dim, keepdim=True)"
+SCORES = "scores = query @ keys.transpose(-2, -1)"
+TERMS = "torch.where(weights > 0, weights * torch.log(weights), torch.zeros_like(weights))"
+
+MISTAKES = [
+    # hard_lookup
+    Variant("hard_lookup matches a key that agrees in any coordinate", "hard_lookup",
+            edits=((".all(dim=-1)", ".any(dim=-1)"),), loses=("test_hard_lookup_all_coordinates",)),
+    Variant("hard_lookup returns None instead of raising KeyError", "hard_lookup",
+            edits=(('raise KeyError(f"no key equals the query {query.tolist()}")', "return None"),),
+            loses=("test_hard_lookup_missing_key",)),
+    Variant("hard_lookup returns the boolean-masked rows, shape [1, d_v]", "hard_lookup",
+            edits=(("return values[rows[0]]", "return values[matches]"),), loses=("test_hard_lookup_exact_match",)),
+    # softmax
+    Variant("softmax without subtracting the max", "softmax",
+            edits=((MAX_SHIFT, "scaled"),), loses=("test_softmax_stable",)),
+    Variant("softmax subtracts one global max instead of each row's", "softmax",
+            edits=((MAX_SHIFT, "scaled - scaled.max()"),), loses=("test_softmax_stable",)),
+    Variant("softmax subtracts the mean instead of the max", "softmax",
+            edits=((MAX_SHIFT, "scaled - scaled.mean(dim=dim, keepdim=True)"),), loses=("test_softmax_neg_inf",)),
+    Variant("softmax multiplies by the temperature", "softmax",
+            edits=(("scores / temperature", "scores * temperature"),), loses=("test_softmax_temperature",)),
+    Variant("softmax accepts temperature <= 0", "softmax",
+            edits=(('raise ValueError(f"temperature must be positive, got {temperature}")', "pass"),),
+            loses=("test_softmax_temperature",)),
+    Variant("softmax always normalises the last dim", "softmax",
+            edits=(("dim=dim", "dim=-1"),), loses=("test_softmax_any_dim",)),
+    Variant("softmax computes in float32 whatever the input dtype", "softmax",
+            edits=(("scaled = scores / temperature", "scaled = scores.float() / temperature"),),
+            loses=("test_softmax_matches_torch",)),
+    Variant("softmax calls torch.softmax", "softmax",
+            edits=(("scaled = scores / temperature", "return torch.softmax(scores / temperature, dim=dim)"),),
+            loses=("test_softmax_no_builtin",)),
+    # soft_lookup
+    Variant("soft_lookup divides the scores by sqrt(d)", "soft_lookup",
+            edits=((SCORES, SCORES + " / query.shape[-1] ** 0.5"),), loses=("test_soft_lookup_worked_example",)),
+    Variant("soft_lookup computes keys @ query (one query only)", "soft_lookup",
+            edits=((SCORES, "scores = keys @ query"),), loses=("test_soft_lookup_batched",)),
+    Variant("soft_lookup ignores the temperature", "soft_lookup",
+            edits=(("temperature=temperature", "temperature=1.0"),), loses=("test_soft_lookup_temperature",)),
+    Variant("soft_lookup normalises over the batch instead of the keys", "soft_lookup",
+            edits=(("softmax(scores, dim=-1,", "softmax(scores, dim=0,"),), loses=("test_soft_lookup_matches_torch",)),
+    # attention_entropy
+    Variant("attention_entropy gives NaN for zero weights (0 * log 0)", "attention_entropy",
+            edits=((TERMS, "weights * torch.log(weights)"),), loses=("test_entropy_zero_weights",)),
+    Variant("attention_entropy in bits (log2) instead of nats", "attention_entropy",
+            edits=(("torch.log(weights)", "torch.log2(weights)"),), loses=("test_entropy_in_nats",)),
+    Variant("attention_entropy always sums the last dim", "attention_entropy",
+            edits=(("-terms.sum(dim=dim)", "-terms.sum(dim=-1)"),), loses=("test_entropy_any_dim",)),
+]
+
+CORRECT_VARIANTS = [
+    Variant("hard_lookup as a Python loop with torch.equal", "hard_lookup", source='''
+def hard_lookup(query, keys, values):
+    for i in range(keys.shape[0]):
+        if torch.equal(keys[i], query):
+            return values[i]
+    raise KeyError(query)
+'''),
+    Variant("softmax through logsumexp, in float64 inside", "softmax", source='''
+def softmax(scores, dim=-1, temperature=1.0):
+    if not temperature > 0:
+        raise ValueError("temperature must be > 0")
+    x = scores.double() / temperature
+    return torch.exp(x - torch.logsumexp(x, dim=dim, keepdim=True)).to(scores.dtype)
+'''),
+    Variant("soft_lookup with einsum", "soft_lookup", source='''
+def soft_lookup(query, keys, values, temperature=1.0):
+    scores = torch.einsum("...d,nd->...n", query, keys)
+    weights = softmax(scores, dim=-1, temperature=temperature)
+    return torch.einsum("...n,nv->...v", weights, values), weights
+'''),
+    Variant("attention_entropy with torch.special.entr", "attention_entropy", source='''
+def attention_entropy(weights, dim=-1):
+    return torch.special.entr(weights).sum(dim=dim)
+'''),
+]

@@ -1,0 +1,25 @@
+"""One rewrite of a solution cell: a typical mistake or a correct alternative."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class Variant:
+    name: str  # a short, student-facing description: "softmax without the max subtraction"
+    cell: str  # grade_id of the solution cell it rewrites
+    edits: tuple[tuple[str, str], ...] = ()  # (solution text, replacement) pairs
+    source: str | None = None  # or the whole new cell
+    loses: tuple[str, ...] = field(default=())  # tests that must lose points
+
+    def apply(self, solution_source: str) -> str:
+        """The rewritten cell; fails loudly if an edit no longer matches the solution."""
+        if self.source is not None:
+            return self.source
+        text = solution_source
+        for old, new in self.edits:
+            if old not in text:
+                raise ValueError(f"variant {self.name!r}: {old!r} is not in the solution of {self.cell!r}; update the edit")
+            text = text.replace(old, new)
+        return text
