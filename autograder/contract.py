@@ -1,0 +1,129 @@
+"""The grading contract (CONTRACT.md), checked mechanically on a solution notebook.
+
+``problems(path)`` returns a list of human-readable violations; an empty list
+means the notebook follows the contract. The test suite runs it on every notebook
+in ``solutions/``, so a new notebook cannot land without following the rules.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from course_utils.reference import cell_source, is_solution_cell, is_test_cell, nbgrader_meta
+
+from .course import ASSIGNMENT_NAME
+
+HIDDEN = re.compile(r"### BEGIN HIDDEN TESTS.*?### END HIDDEN TESTS\n?", re.S)
+DEFINITIONS = (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+
+
+def visible_part(source: str) -> str:
+    """A test cell as students see it: the hidden region removed."""
+    return HIDDEN.sub("", source)
+
+
+def hidden_part(source: str) -> str:
+    return "\n".join(m.group(0) for m in HIDDEN.finditer(source))
+
+
+def _parse(source: str, where: str, found: list[str]) -> ast.Module | None:
+    try:
+        return ast.parse(source)
+    except SyntaxError as error:
+        found.append(f"{where}: syntax error: {error}")
+        return None
+
+
+def _ends_with_assert(tree: ast.Module) -> bool:
+    return not tree.body or isinstance(tree.body[-1], ast.Assert)
+
+
+def problems(path: Path) -> list[str]:
+    """Every way the solution notebook at ``path`` breaks the grading contract."""
+    found: list[str] = []
+    folder = path.parent.name
+    if not ASSIGNMENT_NAME.match(folder) or path.name != f"{folder}.ipynb":
+        found.append(f"{path}: must be solutions/NN_name/NN_name.ipynb")
+    notebook: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    cells = notebook["cells"]
+
+    first = cells[0] if cells else {}
+    if first.get("cell_type") != "markdown" or not cell_source(first).startswith(f"# {folder[:2]} "):
+        found.append(f"the first cell must be a markdown title starting '# {folder[:2]} '")
+    if not any("By the end of this notebook you can" in cell_source(c) for c in cells if c["cell_type"] == "markdown"):
+        found.append("no learning goals: a markdown cell must say 'By the end of this notebook you can'")
+
+    grade_ids = [nbgrader_meta(c).get("grade_id") for c in cells if nbgrader_meta(c)]
+    duplicates = sorted({g for g in grade_ids if grade_ids.count(g) > 1})
+    if duplicates:
+        found.append(f"duplicate grade_id(s): {duplicates}")
+
+    for cell in cells:
+        if cell["cell_type"] == "code" and (cell.get("outputs") or cell.get("execution_count")):
+            found.append(f"cell {cell.get('id')}: source notebooks are stored without outputs")
+
+    graded_functions: list[str] = []
+    for cell in filter(is_solution_cell, cells):
+        found += _solution_cell_problems(cell, graded_functions)
+
+    tests = [c for c in cells if is_test_cell(c)]
+    if not tests:
+        found.append("no autograder test cells")
+    for cell in tests:
+        found += _test_cell_problems(cell)
+
+    for name in graded_functions:
+        if not any(re.search(rf"\b{name}\b", visible_part(cell_source(c))) for c in tests):
+            found.append(f"graded function {name}: no visible test calls it")
+        if not any(re.search(rf"\bref\.{name}\b", hidden_part(cell_source(c))) for c in tests):
+            found.append(f"graded function {name}: no hidden test compares it with the solution (ref.{name})")
+    return found
+
+
+def _solution_cell_problems(cell: dict[str, Any], graded_functions: list[str]) -> list[str]:
+    found: list[str] = []
+    grade_id = nbgrader_meta(cell)["grade_id"]
+    source = cell_source(cell)
+    where = f"solution cell {grade_id}"
+    if "### BEGIN SOLUTION" not in source or "### END SOLUTION" not in source:
+        found.append(f"{where}: needs a ### BEGIN SOLUTION / ### END SOLUTION region")
+    tree = _parse(source, where, found)
+    if tree is None:
+        return found
+    for node in tree.body:
+        is_docstring = isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)
+        if not isinstance(node, DEFINITIONS) and not is_docstring:
+            found.append(f"{where}: holds only definitions, but line {node.lineno} is a {type(node).__name__}")
+        if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+            graded_functions.append(node.name)
+            docstring = ast.get_docstring(node) or ""
+            if isinstance(node, ast.FunctionDef) and "Returns" not in docstring:
+                found.append(f"{where}: {node.name} needs a docstring with its shapes and a Returns section")
+            if isinstance(node, ast.ClassDef) and not docstring:
+                found.append(f"{where}: class {node.name} needs a docstring with its shapes")
+    return found
+
+
+def _test_cell_problems(cell: dict[str, Any]) -> list[str]:
+    found: list[str] = []
+    meta = nbgrader_meta(cell)
+    grade_id = meta["grade_id"]
+    source = cell_source(cell)
+    where = f"test cell {grade_id}"
+    if not grade_id.startswith("test_"):
+        found.append(f"{where}: grade_id must start with 'test_' and name what it checks")
+    if not meta.get("points", 0) > 0:
+        found.append(f"{where}: must be worth points")
+    if not source.lstrip().startswith("#"):
+        found.append(f"{where}: must start with a comment saying what it checks")
+    for version, text in (("as graded", source), ("as students see it", visible_part(source))):
+        tree = _parse(text, f"{where} ({version})", found)
+        if tree is not None and not _ends_with_assert(tree):
+            found.append(f"{where} ({version}): the last statement must be an assert")
+    if "load_solution" in visible_part(source):
+        found.append(f"{where}: only hidden tests may load the solution")
+    return found

@@ -1,0 +1,82 @@
+"""Shared fixtures: one graded synthetic class per test session (grading is the slow part)."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from autograder.course import list_assignments
+from autograder.grade import GradingReport, grade
+from autograder.mistakes import CORRECT_VARIANTS, MISTAKES, Variant
+from autograder.settings import NOTEBOOKS_DIR, REPO_ROOT, SOLUTIONS_DIR
+from autograder.submissions import released, slug, solved, write_submission
+
+ASSIGNMENTS = list_assignments(SOLUTIONS_DIR)
+
+
+@dataclass
+class GradedClass:
+    submissions: Path
+    out: Path
+    report: GradingReport
+    mistake_students: dict[str, Variant]  # student id -> the mistake they made
+    snapshot_before: dict[str, str]
+
+
+def tree_digest(*folders: Path) -> dict[str, str]:
+    """sha256 of every file under the folders: to prove that grading wrote nothing there."""
+    return {
+        str(path): hashlib.sha256(path.read_bytes()).hexdigest()
+        for folder in folders
+        for path in sorted(folder.rglob("*"))
+        if path.is_file() and "__pycache__" not in path.parts
+    }
+
+
+def build_class(folder: Path) -> dict[str, Variant]:
+    """Per assignment: the solution, the untouched release, every mistake, all correct variants
+    at once, and submissions that cannot be graded."""
+    mistake_students: dict[str, Variant] = {}
+    for assignment in ASSIGNMENTS:
+        prefix = assignment[:2]
+        write_submission(folder, f"{prefix}-solved", assignment, solved(assignment))
+        write_submission(folder, f"{prefix}-untouched", assignment, released(assignment))
+        write_submission(folder, f"{prefix}-correct-variants", assignment, solved(assignment, CORRECT_VARIANTS.get(assignment, [])))
+        for mistake in MISTAKES.get(assignment, []):
+            student = f"{prefix}-{slug(mistake.name)}"
+            write_submission(folder, student, assignment, solved(assignment, [mistake]))
+            mistake_students[student] = mistake
+
+    first = ASSIGNMENTS[0]
+    bad = folder / "zz-not-json"
+    bad.mkdir()
+    (bad / f"{first}.ipynb").write_text("this is not a notebook {", encoding="utf-8")
+    renamed = folder / "zz-renamed-copy"
+    renamed.mkdir()
+    nbformat.write(solved(first), renamed / f"Copy of {first}.ipynb")
+    stripped = solved(first)
+    for cell in stripped.cells:
+        cell.metadata.pop("nbgrader", None)
+    write_submission(folder, "zz-metadata-stripped", first, stripped)
+    empty = nbformat.v4.new_notebook()
+    write_submission(folder, "zz-empty", first, empty)
+    return mistake_students
+
+
+@pytest.fixture(scope="session")
+def graded_class(tmp_path_factory: pytest.TempPathFactory) -> GradedClass:
+    submissions = tmp_path_factory.mktemp("class") / "submissions"
+    mistake_students = build_class(submissions)
+    before = tree_digest(submissions, SOLUTIONS_DIR, NOTEBOOKS_DIR)
+    out = tmp_path_factory.mktemp("grading") / "out"
+    report = grade(submissions, out, progress=False)
+    return GradedClass(submissions, out, report, mistake_students, before)
+
+
+@pytest.fixture(scope="session")
+def repo_root() -> Path:
+    return REPO_ROOT

@@ -1,0 +1,182 @@
+"""course_utils.checks: checks pass on right answers and fail with messages a student can act on."""
+
+from __future__ import annotations
+
+import warnings
+
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from course_utils.checks import (
+    TOLERANCES,
+    call,
+    check_close,
+    check_equal,
+    check_matches,
+    check_no_builtin,
+    check_raises,
+    check_shape,
+    describe,
+    forbidden,
+    random_shape,
+    random_tensor,
+)
+
+
+def test_check_close_passes_on_a_match_and_returns_true() -> None:
+    x = torch.tensor([1.0, 2.0, 3.0])
+    assert check_close(x + 1e-7, x, label="x") is True
+
+
+def test_check_close_reports_the_largest_error_its_index_and_the_hint() -> None:
+    expected = torch.zeros(2, 3)
+    actual = expected.clone()
+    actual[1, 2] = 0.5
+    actual[0, 0] = 0.1
+    with pytest.raises(AssertionError) as failure:
+        check_close(actual, expected, label="f(x)", inputs={"x": torch.ones(2)}, hint="look at row 1")
+    message = str(failure.value)
+    assert "f(x)" in message and "2 of 6 entries differ" in message
+    assert "largest error 0.5 at index (1, 2)" in message
+    assert "input x = tensor([1.0, 1.0]" in message and "hint: look at row 1" in message
+
+
+def test_check_close_names_nan_and_shape_and_dtype_problems() -> None:
+    with pytest.raises(AssertionError, match=r"1 of 2 entries are NaN .*index \(1,\)"):
+        check_close(torch.tensor([0.0, float("nan")]), torch.zeros(2), label="nan")
+    with pytest.raises(AssertionError, match=r"expected shape \[3\], got \[1, 3\]"):
+        check_close(torch.zeros(1, 3), torch.zeros(3), label="shape")
+    with pytest.raises(AssertionError, match="returned dtype torch.float32 but torch.float64 was expected"):
+        check_close(torch.zeros(3), torch.zeros(3, dtype=torch.float64), label="dtype")
+    with pytest.raises(AssertionError, match="expected a torch.Tensor, got None"):
+        check_close(None, torch.zeros(3), label="none")
+
+
+def test_check_close_accepts_matching_infinities_and_nans() -> None:
+    x = torch.tensor([float("-inf"), float("nan"), 1.0])
+    assert check_close(x.clone(), x, label="specials")
+    with pytest.raises(AssertionError):
+        check_close(torch.tensor([float("inf")]), torch.tensor([float("-inf")]), label="opposite infinities")
+
+
+def test_float64_tolerance_catches_a_float32_computation() -> None:
+    # The reason float64 is tested at all: a student who computes in float32 must be caught.
+    x = random_tensor(50, dtype=torch.float64, seed=3, scale=4.0)
+    exact = torch.softmax(x, dim=-1)
+    in_float32 = torch.softmax(x.float(), dim=-1).double()
+    with pytest.raises(AssertionError):
+        check_close(in_float32, exact, label="float32 inside")
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(1, 64), st.integers(0, 10_000), st.floats(0.1, 30.0))
+def test_float32_tolerance_accepts_different_correct_implementations(n: int, seed: int, scale: float) -> None:
+    # Correct answers computed another way (float64 inside, logsumexp) must pass the float32 tolerance.
+    x = random_tensor(3, n, seed=seed, scale=scale)
+    via_float64 = torch.softmax(x.double(), dim=-1).float()
+    via_logsumexp = torch.exp(x - torch.logsumexp(x, dim=-1, keepdim=True))
+    reference = torch.softmax(x, dim=-1)
+    assert check_close(via_float64, reference, label="float64 inside")
+    assert check_close(via_logsumexp, reference, label="logsumexp")
+
+
+def test_every_floating_dtype_has_a_stated_tolerance() -> None:
+    for dtype in (torch.float16, torch.bfloat16, torch.float32, torch.float64):
+        assert TOLERANCES[dtype].rtol > 0 and TOLERANCES[dtype].atol > 0
+
+
+def test_check_matches_names_the_reference_that_disagrees() -> None:
+    x = torch.ones(2)
+    with pytest.raises(AssertionError, match="f vs the solution"):
+        check_matches(x, {"torch": torch.ones(2), "the solution": torch.zeros(2)}, label="f")
+
+
+def test_call_reports_unwritten_functions_and_errors_by_name() -> None:
+    def stub(x):
+        raise NotImplementedError()
+
+    def broken(x):
+        return x @ torch.ones(5)
+
+    with pytest.raises(AssertionError, match="stub\\(<Tensor>\\): not written yet"):
+        call(stub, torch.ones(3))
+    with pytest.raises(AssertionError, match="broken\\(<Tensor>\\): raised RuntimeError"):
+        call(broken, torch.ones(3))
+    with pytest.raises(AssertionError, match="should return a tuple of 2 items"):
+        call(lambda x: x, torch.ones(3), label="pair", returns=2)
+    assert call(lambda x, y=1: (x, y), 2, y=3, returns=2) == (2, 3)
+
+
+def test_call_silences_warnings_raised_by_student_code() -> None:
+    def noisy():
+        warnings.warn("deprecated", UserWarning)
+        return 1
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert call(noisy) == 1
+    assert caught == []
+
+
+def test_check_raises_wants_exactly_that_exception() -> None:
+    def missing(key):
+        raise KeyError(key)
+
+    assert check_raises(KeyError, missing, "a")
+    with pytest.raises(AssertionError, match="should raise KeyError, but raised IndexError"):
+        check_raises(KeyError, lambda: [][1])
+    with pytest.raises(AssertionError, match="should raise KeyError, but returned None"):
+        check_raises(KeyError, lambda: None, label="quiet")
+    with pytest.raises(AssertionError, match="not written yet"):
+        check_raises(KeyError, lambda: (_ for _ in ()).throw(NotImplementedError()), label="stub")
+
+
+def test_check_equal_and_check_shape() -> None:
+    assert check_equal(torch.tensor([1, 2]), torch.tensor([1, 2]), label="eq")
+    with pytest.raises(AssertionError, match="got tensor\\(\\[1, 3\\]"):
+        check_equal(torch.tensor([1, 3]), torch.tensor([1, 2]), label="eq")
+    with pytest.raises(AssertionError, match="got 4, expected 5"):
+        check_equal(4, 5, label="ints")
+    assert check_shape(torch.zeros(2, 3), (2, 3), label="shape")
+
+
+def test_forbidden_trips_the_builtin_and_restores_it() -> None:
+    original = torch.softmax
+    with forbidden("torch.softmax", "torch.Tensor.softmax", "torch.nn.functional.softmax") as calls:
+        with pytest.raises(RuntimeError):
+            torch.softmax(torch.ones(2), dim=0)
+        with pytest.raises(RuntimeError):
+            torch.ones(2).softmax(0)
+    assert calls == ["torch.softmax", "torch.Tensor.softmax"]
+    assert torch.softmax is original
+    assert torch.allclose(torch.ones(2).softmax(0), torch.tensor([0.5, 0.5]))
+
+
+def test_check_no_builtin_sees_calls_even_when_swallowed() -> None:
+    def sneaky(x):
+        try:
+            return torch.softmax(x, dim=-1)
+        except Exception:
+            return torch.exp(x) / torch.exp(x).sum()
+
+    def honest(x):
+        return torch.exp(x) / torch.exp(x).sum()
+
+    with pytest.raises(AssertionError, match="calls \\['torch.softmax'\\]"):
+        check_no_builtin(sneaky, torch.ones(3), builtins=["torch.softmax"])
+    assert check_no_builtin(honest, torch.ones(3), builtins=["torch.softmax"])
+
+
+def test_random_helpers_are_reproducible() -> None:
+    assert torch.equal(random_tensor(3, 4, seed=7), random_tensor(3, 4, seed=7))
+    assert not torch.equal(random_tensor(3, 4, seed=7), random_tensor(3, 4, seed=8))
+    assert random_tensor(2, dtype=torch.float64).dtype == torch.float64
+    shape = random_shape(5, 3, low=2, high=4)
+    assert shape == random_shape(5, 3, low=2, high=4) and len(shape) == 3 and all(2 <= n < 4 for n in shape)
+
+
+def test_describe_shows_small_tensors_in_full_and_large_ones_by_shape() -> None:
+    assert describe(torch.tensor([1.0, 2.0])) == "tensor([1.0, 2.0], shape=[2], dtype=float32)"
+    assert describe(torch.zeros(10, 10)) == "tensor of shape [10, 10], dtype=float32"

@@ -1,0 +1,32 @@
+"""Every solution notebook follows the grading contract (autograder/CONTRACT.md)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from autograder.contract import problems
+from autograder.course import list_assignments
+from autograder.settings import SOLUTIONS_DIR
+
+
+@pytest.mark.parametrize("assignment", list_assignments())
+def test_solution_notebook_follows_the_contract(assignment: str) -> None:
+    assert problems(SOLUTIONS_DIR / assignment / f"{assignment}.ipynb") == []
+
+
+def test_the_contract_catches_a_test_cell_without_a_final_assert(tmp_path) -> None:
+    name = list_assignments()[0]
+    notebook = json.loads((SOLUTIONS_DIR / name / f"{name}.ipynb").read_text())
+    test_cell = next(c for c in notebook["cells"] if c["metadata"].get("nbgrader", {}).get("grade"))
+    test_cell["source"] = "# checks nothing\nx = 1\n"
+    solution_cell = next(c for c in notebook["cells"] if c["metadata"].get("nbgrader", {}).get("solution"))
+    solution_cell["source"] = "print('side effect')\n" + "".join(solution_cell["source"])
+    (tmp_path / name).mkdir()
+    path = tmp_path / name / f"{name}.ipynb"
+    path.write_text(json.dumps(notebook))
+    found = problems(path)
+    grade_id = test_cell["metadata"]["nbgrader"]["grade_id"]
+    assert f"test cell {grade_id} (as graded): the last statement must be an assert" in found
+    assert any("holds only definitions, but line 1 is a Expr" in p for p in found)

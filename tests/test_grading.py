@@ -1,0 +1,116 @@
+"""End to end: a synthetic class through `grade`, and what instructors and students get back."""
+
+from __future__ import annotations
+
+import csv
+import re
+import subprocess
+import sys
+
+import pytest
+
+from autograder.demo import DEMO_ASSIGNMENT
+from autograder.grade import GRADES_CSV, TESTS_CSV, AssignmentSpec
+from autograder.mistakes import MISTAKES
+from autograder.settings import NOTEBOOKS_DIR, SOLUTIONS_DIR
+from autograder.submissions import slug
+
+from conftest import ASSIGNMENTS, GradedClass, tree_digest
+
+pytestmark = pytest.mark.slow
+
+MISTAKE_CASES = [(a, m) for a in ASSIGNMENTS for m in MISTAKES.get(a, [])]
+
+
+def spec(assignment: str) -> AssignmentSpec:
+    return AssignmentSpec.load(SOLUTIONS_DIR, assignment)
+
+
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_solution_scores_full_marks(graded_class: GradedClass, assignment: str) -> None:
+    row = graded_class.report.score_of(f"{assignment[:2]}-solved", assignment)
+    assert (row.score, row.status) == (row.max_score, "graded"), row
+    assert row.max_score == spec(assignment).max_score > 0
+
+
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_untouched_release_scores_zero(graded_class: GradedClass, assignment: str) -> None:
+    row = graded_class.report.score_of(f"{assignment[:2]}-untouched", assignment)
+    assert row.score == 0 and row.status == "graded (no test passed)", row
+
+
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_correct_variants_score_full_marks(graded_class: GradedClass, assignment: str) -> None:
+    row = graded_class.report.score_of(f"{assignment[:2]}-correct-variants", assignment)
+    assert row.score == row.max_score, row
+
+
+@pytest.mark.parametrize(("assignment", "mistake"), MISTAKE_CASES, ids=[m.name for _, m in MISTAKE_CASES])
+def test_mistake_loses_points_on_the_test_that_names_it(graded_class: GradedClass, assignment: str, mistake) -> None:
+    student = f"{assignment[:2]}-{slug(mistake.name)}"
+    tests = graded_class.report.tests_of(student, assignment)
+    points = spec(assignment).tests
+    assert mistake.loses, "a mistake must name the test it fails"
+    for test in mistake.loses:
+        assert test in points, f"{test} is not a test of {assignment}"
+        assert tests[test] < points[test], f"{mistake.name!r} kept full marks on {test}: {tests}"
+    assert graded_class.report.score_of(student, assignment).score < spec(assignment).max_score
+
+
+def test_bad_submissions_get_a_row_and_a_reason(graded_class: GradedClass) -> None:
+    first = ASSIGNMENTS[0]
+    status = {r.student_id: r.status for r in graded_class.report.grades if r.assignment == first}
+    assert status["zz-not-json"].startswith("unreadable: not a valid notebook")
+    assert status["zz-renamed-copy"] == f"missing: no {first}.ipynb (found Copy of {first}.ipynb; rename it to {first}.ipynb)"
+    assert status["zz-metadata-stripped"].startswith("no grading metadata")
+    assert status["zz-empty"] == "unreadable: the notebook has no cells"
+    for student in ("zz-not-json", "zz-renamed-copy", "zz-metadata-stripped", "zz-empty"):
+        assert graded_class.report.score_of(student, first).score == 0
+
+
+def test_every_student_and_assignment_has_one_grade_row(graded_class: GradedClass) -> None:
+    students = sorted(p.name for p in graded_class.submissions.iterdir())
+    with (graded_class.out / GRADES_CSV).open() as handle:
+        rows = list(csv.DictReader(handle))
+    assert list(rows[0]) == ["student_id", "assignment", "score", "max_score", "status"]
+    assert sorted((r["student_id"], r["assignment"]) for r in rows) == sorted((s, a) for s in students for a in ASSIGNMENTS)
+
+
+def test_tests_csv_has_one_row_per_graded_test(graded_class: GradedClass) -> None:
+    with (graded_class.out / TESTS_CSV).open() as handle:
+        rows = list(csv.DictReader(handle))
+    assert list(rows[0]) == ["student_id", "assignment", "test", "score", "max_score"]
+    students = {p.name for p in graded_class.submissions.iterdir()}
+    expected = {(s, a, t) for s in students for a in ASSIGNMENTS for t in spec(a).tests}
+    assert {(r["student_id"], r["assignment"], r["test"]) for r in rows} == expected
+    for row in rows:  # per-test scores add up to the grade
+        assert 0 <= float(row["score"]) <= float(row["max_score"])
+    for grade_row in graded_class.report.grades:
+        total = sum(float(r["score"]) for r in rows if (r["student_id"], r["assignment"]) == (grade_row.student_id, grade_row.assignment))
+        assert total == pytest.approx(grade_row.score)
+
+
+def test_feedback_hides_hidden_tests_but_explains_failures(graded_class: GradedClass) -> None:
+    first = ASSIGNMENTS[0]
+    mistake = MISTAKES[first][0]
+    html = (graded_class.out / "feedback" / f"{first[:2]}-{slug(mistake.name)}" / f"{first}.html").read_text()
+    assert "BEGIN HIDDEN TESTS" not in html and "load_solution" not in html
+    assert re.search(r"\bref\.[a-z_]+\(", html) is None  # no call into the solution is quoted
+    assert "hidden tests ran here" in html
+    assert "AssertionError" in html and "hint:" in html
+    assert not (graded_class.out / "feedback" / "zz-not-json").exists()  # nothing to show for an unreadable file
+
+
+def test_grading_writes_nothing_into_submissions_or_the_repository(graded_class: GradedClass) -> None:
+    after = tree_digest(graded_class.submissions, SOLUTIONS_DIR, NOTEBOOKS_DIR)
+    assert after == graded_class.snapshot_before
+
+
+def test_demo_prints_the_score_table(repo_root) -> None:
+    result = subprocess.run([sys.executable, "-m", "autograder", "demo"], cwd=repo_root, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-2000:]
+    lines = result.stdout.splitlines()
+    total = spec(DEMO_ASSIGNMENT).max_score
+    assert any(line.startswith("solved ") and f"{total:g} / {total:g}" in line and line.rstrip().endswith("graded") for line in lines), result.stdout
+    assert any(line.startswith("untouched ") and f"0 / {total:g}" in line for line in lines), result.stdout
+    assert sum("lost points on" in line for line in lines) == 3, result.stdout

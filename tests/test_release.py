@@ -1,0 +1,52 @@
+"""`release`: notebooks/ is generated from solutions/, deterministically, and hides what it must."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+
+from autograder.course import list_assignments
+from autograder.release import generate, stale_notebooks
+from autograder.settings import NOTEBOOKS_DIR, SOLUTIONS_DIR
+from course_utils.reference import cell_source, is_solution_cell
+
+
+def test_notebooks_are_in_sync_with_solutions() -> None:
+    assert stale_notebooks() == []
+
+
+def test_release_is_deterministic(tmp_path) -> None:
+    generate(SOLUTIONS_DIR, tmp_path / "a")
+    generate(SOLUTIONS_DIR, tmp_path / "b")
+    for name in list_assignments():
+        first = (tmp_path / "a" / name / f"{name}.ipynb").read_bytes()
+        assert first == (tmp_path / "b" / name / f"{name}.ipynb").read_bytes()
+        assert first == (NOTEBOOKS_DIR / name / f"{name}.ipynb").read_bytes()
+
+
+def test_release_check_names_each_stale_notebook(tmp_path, repo_root) -> None:
+    solutions, notebooks = tmp_path / "solutions", tmp_path / "notebooks"
+    shutil.copytree(SOLUTIONS_DIR, solutions)
+    shutil.copytree(NOTEBOOKS_DIR, notebooks)
+    name = list_assignments()[0]
+    edited = notebooks / name / f"{name}.ipynb"
+    edited.write_text(edited.read_text().replace("soft", "hard", 1))
+    (notebooks / "stray.ipynb").write_text("{}")
+    assert stale_notebooks(solutions, notebooks) == [
+        "not generated from solutions/: notebooks/stray.ipynb",
+        f"differs from what solutions/ generates: notebooks/{name}/{name}.ipynb",
+    ]
+    result = subprocess.run([sys.executable, "-m", "autograder", "release", "--check"], cwd=repo_root, capture_output=True, text=True)
+    assert result.returncode == 0 and "in sync" in result.stdout, result.stdout + result.stderr
+
+
+def test_student_notebooks_hold_no_solutions_or_hidden_tests() -> None:
+    for name in list_assignments():
+        text = (NOTEBOOKS_DIR / name / f"{name}.ipynb").read_text()
+        for secret in ("BEGIN SOLUTION", "BEGIN HIDDEN TESTS", "load_solution", "ref."):
+            assert secret not in text, f"{name}: the student notebook contains {secret!r}"
+        cells = json.loads(text)["cells"]
+        stubs = [cell_source(c) for c in cells if is_solution_cell(c)]
+        assert stubs and all("raise NotImplementedError()" in s for s in stubs)
