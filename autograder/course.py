@@ -62,15 +62,27 @@ class ScratchCourse:
     def run(self, result: dict[str, Any], step: str) -> str:
         """Check an NbGraderAPI result; return its log, or raise with the error."""
         if not result.get("success"):
-            raise NbgraderError(f"{step} failed: {summarize_log(result.get('error') or result.get('log') or '')}")
+            raise NbgraderError(f"{step} failed: {summarize_log((result.get('log') or '') + (result.get('error') or ''))}")
         return result.get("log", "")
 
 
-def summarize_log(log: str, limit: int = 400) -> str:
-    """The most telling lines of an nbgrader log or traceback, on one line."""
+# What nbgrader's log says when a submission breaks the run, and what to tell the instructor.
+KNOWN_FAILURES = (
+    ("DeadKernelError", "the kernel died while running the notebook (a cell crashed Python or exited it)"),
+    ("CellTimeoutError", "a cell ran longer than the per-cell time limit"),
+    ("UnresponsiveKernelError", "the kernel stopped responding"),
+    ("MemoryError", "the notebook ran out of memory"),
+)
+
+
+def summarize_log(log: str, limit: int = 300) -> str:
+    """The cause of a failed nbgrader step, in one line: a known cause, else the last error line."""
+    for marker, reason in KNOWN_FAILURES:
+        if marker in log:
+            return reason
     lines = [line.strip() for line in log.splitlines() if line.strip()]
-    telling = [line for line in lines if re.search(r"(Error|error|Exception|Timeout|died|timed out)", line)]
-    text = " | ".join((telling or lines)[-3:])
+    errors = [line for line in lines if re.search(r"(Error|Exception)\b", line) and "Please see the" not in line]
+    text = (errors or lines or ["no log"])[-1]
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 

@@ -167,10 +167,11 @@ def _grade_one(course: ScratchCourse, api: object, submissions: Path, student: s
         shutil.copyfile(source, target)
         result = api.autograde(spec.name, student, force=True, create=True)  # type: ignore[attr-defined]
         if not result.get("success"):
-            raise SubmissionProblem(f"autograde failed: {summarize_log(result.get('error') or result.get('log') or '')}")
+            raise SubmissionProblem(f"autograde failed: {summarize_log((result.get('log') or '') + (result.get('error') or ''))}")
         scores = _scores_from_gradebook(course, student, spec)
-    except SubmissionProblem as problem:
-        report.grades.append(GradeRow(student, spec.name, 0.0, spec.max_score, str(problem)))
+    except Exception as problem:  # noqa: BLE001 - one bad submission must not stop the class
+        status = str(problem) if isinstance(problem, SubmissionProblem) else f"grading error: {type(problem).__name__}: {problem}"
+        report.grades.append(GradeRow(student, spec.name, 0.0, spec.max_score, status))
         report.tests += [TestRow(student, spec.name, test, 0.0, points) for test, points in spec.tests.items()]
         return
     status = _graded_status(spec, scores)

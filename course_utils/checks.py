@@ -92,22 +92,46 @@ def _format_call(fn: Callable[..., Any], args: Sequence[Any], kwargs: dict[str, 
     return f"{getattr(fn, '__name__', 'function')}({', '.join(names)})"
 
 
+@contextlib.contextmanager
+def _standing_in(fn: Callable[..., Any], stand_ins: dict[str, Any] | None) -> Iterator[None]:
+    """Temporarily replace names in the namespace ``fn`` was defined in (the notebook's)."""
+    namespace = getattr(fn, "__globals__", None)
+    if not stand_ins or namespace is None:
+        yield
+        return
+    missing = object()
+    saved = {name: namespace.get(name, missing) for name in stand_ins}
+    namespace.update(stand_ins)
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is missing:
+                namespace.pop(name, None)
+            else:
+                namespace[name] = value
+
+
 def call(
     fn: Callable[..., Any],
     *args: Any,
     label: str | None = None,
     hint: str = "",
     returns: int | None = None,
+    stand_ins: dict[str, Any] | None = None,
     **kwargs: Any,
 ) -> Any:
     """Call a student's function with warnings silenced and return its result.
 
     An exception inside it becomes an ``AssertionError`` that names the call.
     With ``returns=n`` the result must be a tuple of ``n`` items.
+    ``stand_ins`` replaces other graded functions that ``fn`` may call (by their
+    global names) with correct ones for the duration of the call, so that a bug
+    in one function costs points only on that function's own tests.
     """
     label = label or _format_call(fn, args, kwargs)
     try:
-        with warnings.catch_warnings():
+        with warnings.catch_warnings(), _standing_in(fn, stand_ins):
             warnings.simplefilter("ignore")
             result = fn(*args, **kwargs)
     except NotImplementedError:

@@ -64,6 +64,9 @@ def build_class(folder: Path) -> dict[str, Variant]:
     write_submission(folder, "zz-metadata-stripped", first, stripped)
     empty = nbformat.v4.new_notebook()
     write_submission(folder, "zz-empty", first, empty)
+    # A student id with spaces, whose notebook kills its own kernel.
+    killer = Variant("exits Python", MISTAKES[first][0].cell, source="import os\nos._exit(1)")
+    write_submission(folder, "zz kernel killer", first, solved(first, [killer]))
     return mistake_students
 
 

@@ -180,3 +180,19 @@ def test_random_helpers_are_reproducible() -> None:
 def test_describe_shows_small_tensors_in_full_and_large_ones_by_shape() -> None:
     assert describe(torch.tensor([1.0, 2.0])) == "tensor([1.0, 2.0], shape=[2], dtype=float32)"
     assert describe(torch.zeros(10, 10)) == "tensor of shape [10, 10], dtype=float32"
+
+
+def _double(x):
+    return 2 * x
+
+
+def _uses_double(x):
+    return _double(x) + 1
+
+
+def test_call_stand_ins_replace_a_callee_only_during_the_call() -> None:
+    assert call(_uses_double, 1) == 3
+    assert call(_uses_double, 1, stand_ins={"_double": lambda x: 10 * x}) == 11
+    assert _uses_double(1) == 3  # restored
+    assert call(_uses_double, 1, stand_ins={"_not_defined_before": 1}) == 3
+    assert "_not_defined_before" not in globals()

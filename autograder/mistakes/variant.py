@@ -11,7 +11,9 @@ class Variant:
     cell: str  # grade_id of the solution cell it rewrites
     edits: tuple[tuple[str, str], ...] = ()  # (solution text, replacement) pairs
     source: str | None = None  # or the whole new cell
-    loses: tuple[str, ...] = field(default=())  # tests that must lose points
+    # Exactly the tests that lose points: the one that names the mistake first, then any
+    # that the mistake breaks by its nature (a wrong formula fails every test of its function).
+    loses: tuple[str, ...] = field(default=())
 
     def apply(self, solution_source: str) -> str:
         """The rewritten cell; fails loudly if an edit no longer matches the solution."""
