@@ -264,13 +264,16 @@ def _resolve(path: str) -> tuple[Any, str]:
 
 
 @contextlib.contextmanager
-def forbidden(*paths: str) -> Iterator[list[str]]:
+def forbidden(*paths: str, namespaces: Sequence[dict[str, Any]] = ()) -> Iterator[list[str]]:
     """Make the named built-ins raise while the block runs; yields the calls made.
 
-    The list is filled even if student code swallows the ``ForbiddenCallError``.
+    Besides the attributes themselves (``torch.softmax``), any name in ``namespaces``
+    bound to one of them (``from torch import softmax as sm``) is tripped too. The
+    list is filled even if student code swallows the ``ForbiddenCallError``.
     """
     calls: list[str] = []
     saved: list[tuple[Any, str, Any]] = []
+    saved_names: list[tuple[dict[str, Any], str, Any]] = []
 
     def tripwire(path: str) -> Callable[..., Any]:
         def refuse(*_args: Any, **_kwargs: Any) -> Any:
@@ -282,10 +285,19 @@ def forbidden(*paths: str) -> Iterator[list[str]]:
     try:
         for path in paths:
             owner, attribute = _resolve(path)
-            saved.append((owner, attribute, getattr(owner, attribute)))
-            setattr(owner, attribute, tripwire(path))
+            original = getattr(owner, attribute)
+            saved.append((owner, attribute, original))
+            wire = tripwire(path)
+            setattr(owner, attribute, wire)
+            for namespace in namespaces:
+                for name, value in list(namespace.items()):
+                    if value is original:
+                        saved_names.append((namespace, name, value))
+                        namespace[name] = wire
         yield calls
     finally:
+        for namespace, name, value in reversed(saved_names):
+            namespace[name] = value
         for owner, attribute, original in reversed(saved):
             setattr(owner, attribute, original)
 
@@ -300,7 +312,8 @@ def check_no_builtin(
 ) -> bool:
     """``fn`` runs to completion without calling any of ``builtins``."""
     label = label or _format_call(fn, args, kwargs)
-    with forbidden(*builtins) as calls:
+    namespaces = [fn.__globals__] if hasattr(fn, "__globals__") else []
+    with forbidden(*builtins, namespaces=namespaces) as calls:
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")

@@ -196,3 +196,16 @@ def test_call_stand_ins_replace_a_callee_only_during_the_call() -> None:
     assert _uses_double(1) == 3  # restored
     assert call(_uses_double, 1, stand_ins={"_not_defined_before": 1}) == 3
     assert "_not_defined_before" not in globals()
+
+
+from torch import softmax as _aliased_softmax  # noqa: E402 - a student's import, bound before the check runs
+
+
+def _uses_alias(x):
+    return _aliased_softmax(x, dim=-1)
+
+
+def test_check_no_builtin_catches_a_name_imported_before_the_check() -> None:
+    with pytest.raises(AssertionError, match="calls \\['torch.softmax'\\]"):
+        check_no_builtin(_uses_alias, torch.ones(3), builtins=["torch.softmax"])
+    assert _aliased_softmax is torch.softmax  # restored

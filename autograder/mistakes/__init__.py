@@ -10,7 +10,7 @@ correct variant gets full marks.
 
 from __future__ import annotations
 
-from . import soft_dictionary_lookup
+from . import dot_product_attention, soft_dictionary_lookup
 from .variant import Variant
 
 __all__ = ["Variant", "MISTAKES", "CORRECT_VARIANTS"]
@@ -18,7 +18,9 @@ __all__ = ["Variant", "MISTAKES", "CORRECT_VARIANTS"]
 # assignment -> (mistakes, correct variants)
 MISTAKES: dict[str, list[Variant]] = {
     "01_soft_dictionary_lookup": soft_dictionary_lookup.MISTAKES,
+    "02_dot_product_attention": dot_product_attention.MISTAKES,
 }
 CORRECT_VARIANTS: dict[str, list[Variant]] = {
     "01_soft_dictionary_lookup": soft_dictionary_lookup.CORRECT_VARIANTS,
+    "02_dot_product_attention": dot_product_attention.CORRECT_VARIANTS,
 }
