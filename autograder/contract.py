@@ -124,6 +124,9 @@ def _test_cell_problems(cell: dict[str, Any]) -> list[str]:
         tree = _parse(text, f"{where} ({version})", found)
         if tree is not None and not _ends_with_assert(tree):
             found.append(f"{where} ({version}): the last statement must be an assert")
-    if "load_solution" in visible_part(source):
+    visible = visible_part(source)
+    if re.search(r"torch\.(randn|rand|randint|randperm)\(", visible) and "torch.manual_seed(" not in visible:
+        found.append(f"{where}: draws random inputs without torch.manual_seed, so submissions would see different inputs")
+    if "load_solution" in visible:
         found.append(f"{where}: only hidden tests may load the solution")
     return found

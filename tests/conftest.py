@@ -37,6 +37,15 @@ def tree_digest(*folders: Path) -> dict[str, str]:
     }
 
 
+def variant_rounds(variants: list[Variant]) -> list[list[Variant]]:
+    """Group variants so that no submission rewrites the same cell twice: round i takes each cell's i-th variant."""
+    by_cell: dict[str, list[Variant]] = {}
+    for variant in variants:
+        by_cell.setdefault(variant.cell, []).append(variant)
+    rounds = max((len(group) for group in by_cell.values()), default=0)
+    return [[group[i] for group in by_cell.values() if i < len(group)] for i in range(rounds)]
+
+
 def build_class(folder: Path) -> dict[str, Variant]:
     """Per assignment: the solution, the untouched release, every mistake, all correct variants
     at once, and submissions that cannot be graded."""
@@ -45,7 +54,8 @@ def build_class(folder: Path) -> dict[str, Variant]:
         prefix = assignment[:2]
         write_submission(folder, f"{prefix}-solved", assignment, solved(assignment))
         write_submission(folder, f"{prefix}-untouched", assignment, released(assignment))
-        write_submission(folder, f"{prefix}-correct-variants", assignment, solved(assignment, CORRECT_VARIANTS.get(assignment, [])))
+        for i, variants in enumerate(variant_rounds(CORRECT_VARIANTS.get(assignment, []))):
+            write_submission(folder, f"{prefix}-correct-variants-{i}", assignment, solved(assignment, variants))
         for mistake in MISTAKES.get(assignment, []):
             student = f"{prefix}-{slug(mistake.name)}"
             write_submission(folder, student, assignment, solved(assignment, [mistake]))
