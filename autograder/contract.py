@@ -17,17 +17,30 @@ from course_utils.reference import cell_source, is_solution_cell, is_test_cell, 
 
 from .course import ASSIGNMENT_NAME
 
-HIDDEN = re.compile(r"### BEGIN HIDDEN TESTS.*?### END HIDDEN TESTS\n?", re.S)
 DEFINITIONS = (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+RANDOM_DRAW = re.compile(r"torch\.(randn|rand|randint|randperm)\(")
+
+
+def _split_hidden(source: str) -> tuple[str, str]:
+    """(visible, hidden) lines of a test cell, delimited the way nbgrader's ClearHiddenTests does it."""
+    visible, hidden, inside = [], [], False
+    for line in source.split("\n"):
+        if "BEGIN HIDDEN TESTS" in line:
+            inside = True
+        elif "END HIDDEN TESTS" in line:
+            inside = False
+        else:
+            (hidden if inside else visible).append(line)
+    return "\n".join(visible), "\n".join(hidden)
 
 
 def visible_part(source: str) -> str:
     """A test cell as students see it: the hidden region removed."""
-    return HIDDEN.sub("", source)
+    return _split_hidden(source)[0]
 
 
 def hidden_part(source: str) -> str:
-    return "\n".join(m.group(0) for m in HIDDEN.finditer(source))
+    return _split_hidden(source)[1]
 
 
 def _parse(source: str, where: str, found: list[str]) -> ast.Module | None:
@@ -38,8 +51,10 @@ def _parse(source: str, where: str, found: list[str]) -> ast.Module | None:
         return None
 
 
-def _ends_with_assert(tree: ast.Module) -> bool:
-    return not tree.body or isinstance(tree.body[-1], ast.Assert)
+def _ends_with_assert(tree: ast.Module, *, may_be_empty: bool) -> bool:
+    if not tree.body:
+        return may_be_empty  # a student may see an empty cell; the graded cell must test something
+    return isinstance(tree.body[-1], ast.Assert)
 
 
 def problems(path: Path) -> list[str]:
@@ -94,6 +109,9 @@ def _solution_cell_problems(cell: dict[str, Any], graded_functions: list[str]) -
     tree = _parse(source, where, found)
     if tree is None:
         return found
+    defined = [node.name for node in tree.body if isinstance(node, (ast.FunctionDef, ast.ClassDef))]
+    if grade_id not in defined:
+        found.append(f"{where}: the grade_id must be the name of the function or class the cell defines ({defined})")
     for node in tree.body:
         is_docstring = isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)
         if not isinstance(node, DEFINITIONS) and not is_docstring:
@@ -118,15 +136,18 @@ def _test_cell_problems(cell: dict[str, Any]) -> list[str]:
         found.append(f"{where}: grade_id must start with 'test_' and name what it checks")
     if not meta.get("points", 0) > 0:
         found.append(f"{where}: must be worth points")
+    if not meta.get("locked"):
+        found.append(f"{where}: must be locked, so students cannot edit the tests")
     if not source.lstrip().startswith("#"):
         found.append(f"{where}: must start with a comment saying what it checks")
-    for version, text in (("as graded", source), ("as students see it", visible_part(source))):
+    visible, hidden = _split_hidden(source)
+    for version, text, may_be_empty in (("as graded", source, False), ("as students see it", visible, True)):
         tree = _parse(text, f"{where} ({version})", found)
-        if tree is not None and not _ends_with_assert(tree):
+        if tree is not None and not _ends_with_assert(tree, may_be_empty=may_be_empty):
             found.append(f"{where} ({version}): the last statement must be an assert")
-    visible = visible_part(source)
-    if re.search(r"torch\.(randn|rand|randint|randperm)\(", visible) and "torch.manual_seed(" not in visible:
-        found.append(f"{where}: draws random inputs without torch.manual_seed, so submissions would see different inputs")
+    for part, text in (("visible", visible), ("hidden", hidden)):
+        if RANDOM_DRAW.search(text) and "manual_seed(" not in text:
+            found.append(f"{where}: its {part} part draws random inputs without a seed, so submissions would see different inputs")
     if "load_solution" in visible:
         found.append(f"{where}: only hidden tests may load the solution")
     return found

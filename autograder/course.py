@@ -59,10 +59,10 @@ class ScratchCourse:
         api.log.setLevel(logging.ERROR)
         return api
 
-    def run(self, result: dict[str, Any], step: str) -> str:
+    def check(self, result: dict[str, Any], step: str) -> str:
         """Check an NbGraderAPI result; return its log, or raise with the error."""
         if not result.get("success"):
-            raise NbgraderError(f"{step} failed: {summarize_log((result.get('log') or '') + (result.get('error') or ''))}")
+            raise NbgraderError(f"{step} failed: {failure_reason(result)}")
         return result.get("log", "")
 
 
@@ -73,6 +73,11 @@ KNOWN_FAILURES = (
     ("UnresponsiveKernelError", "the kernel stopped responding"),
     ("MemoryError", "the notebook ran out of memory"),
 )
+
+
+def failure_reason(result: dict[str, Any]) -> str:
+    """Why an NbGraderAPI call failed, in one line, from its log and traceback."""
+    return summarize_log((result.get("log") or "") + (result.get("error") or ""))
 
 
 def summarize_log(log: str, limit: int = 300) -> str:
@@ -94,8 +99,6 @@ def scratch_course(solutions_dir: Path = SOLUTIONS_DIR, keep: Path | None = None
     a grading run half-way. ``COURSE_SOLUTIONS_DIR`` points hidden tests at the copy.
     """
     put_environment_on_path()
-    # nbgrader 0.9 trips SQLAlchemy 2's autoflush warnings on every autograde; they are harmless.
-    warnings.filterwarnings("ignore", message=r".*not in session.*")
     root = Path(tempfile.mkdtemp(prefix="attention-course-")) if keep is None else keep
     source = root / "source"
     shutil.copytree(solutions_dir, source, ignore=shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__"))
@@ -104,7 +107,10 @@ def scratch_course(solutions_dir: Path = SOLUTIONS_DIR, keep: Path | None = None
     previous_cwd = Path.cwd()
     os.chdir(root)  # nbgrader writes its log file into the working directory
     try:
-        yield ScratchCourse(root=root, solutions_dir=source)
+        with warnings.catch_warnings():
+            # nbgrader 0.9 trips SQLAlchemy 2's autoflush warnings on every autograde; they are harmless.
+            warnings.filterwarnings("ignore", message=r".*not in session.*")
+            yield ScratchCourse(root=root, solutions_dir=source)
     finally:
         os.chdir(previous_cwd)
         if saved is None:

@@ -1,7 +1,7 @@
 """``demo``: a small synthetic class, graded end to end, for a newcomer to watch.
 
-Four kinds of student hand in notebook 01: one who solved it, one who handed in
-the untouched release, and a few who made a typical mistake. The demo grades them
+Five students hand in notebook 01: one who solved it, one who handed in the
+untouched release, and three who each made a typical mistake. The demo grades them
 exactly as ``grade`` would and prints the table.
 """
 

@@ -11,15 +11,16 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 import shutil
 import sys
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Iterable
+from typing import Any, Iterable
 
 from course_utils.reference import is_test_cell, nbgrader_meta
 
-from .course import NbgraderError, ScratchCourse, list_assignments, scratch_course, summarize_log
+from .course import NbgraderError, ScratchCourse, failure_reason, list_assignments, scratch_course
 from .settings import SOLUTIONS_DIR
 
 GRADES_CSV = "grades.csv"
@@ -79,15 +80,25 @@ class AssignmentSpec:
         return cls(name=name, tests=tests)
 
 
+# nbgrader treats student ids as path globs and strips spaces around them: keep ids plain.
+SAFE_STUDENT_ID = re.compile(r"^[A-Za-z0-9@._-]+( [A-Za-z0-9@._-]+)*$")
+
+# Student code that reaches for the instructor's solutions, which the grading kernel can see.
+SOLUTION_ACCESS = re.compile(r"load_solution|COURSE_SOLUTIONS_DIR|course_utils\.reference|course_utils import reference")
+
+
 def find_students(submissions: Path) -> list[str]:
     """One student per sub-folder of ``submissions`` (hidden folders skipped), sorted."""
-    return sorted(p.name for p in submissions.iterdir() if p.is_dir() and not p.name.startswith("."))
+    students = sorted(p.name for p in submissions.iterdir() if p.is_dir() and not p.name.startswith("."))
+    if not students:
+        raise ValueError(f"no student folders in {submissions}: it must hold one sub-folder per student")
+    return students
 
 
 def submitted_assignments(submissions: Path, students: Iterable[str], known: list[str]) -> list[str]:
-    """The known assignments that at least one student handed in."""
-    handed_in = {p.stem for s in students for p in (submissions / s).glob("*.ipynb")}
-    return [a for a in known if a in handed_in]
+    """The known assignments that some student handed in, also under a mangled name ('Copy of …')."""
+    stems = [p.stem for s in students for p in (submissions / s).glob("*.ipynb")]
+    return [a for a in known if any(a in stem for stem in stems)]
 
 
 def read_submission(path: Path, spec: AssignmentSpec) -> None:
@@ -95,15 +106,15 @@ def read_submission(path: Path, spec: AssignmentSpec) -> None:
     import nbformat
 
     if not path.is_file():
-        others = sorted(p.name for p in path.parent.glob("*.ipynb"))
-        hint = f" (found {', '.join(others)}; rename it to {path.name})" if others else ""
+        near = sorted(p.name for p in path.parent.glob("*.ipynb") if spec.name in p.stem)
+        hint = f" (found {', '.join(near)}; rename it to {path.name})" if near else ""
         raise SubmissionProblem(f"missing: no {path.name}{hint}")
     try:
+        # No strict schema validation: nbgrader's own sanitising step copes with stray output keys.
         notebook = nbformat.read(path, as_version=4)
-        nbformat.validate(notebook)
     except Exception as error:  # noqa: BLE001 - any parse failure is the student's file, not us
         raise SubmissionProblem(f"unreadable: not a valid notebook ({type(error).__name__}: {str(error)[:200]})") from None
-    if not notebook.cells:
+    if not notebook.get("cells"):
         raise SubmissionProblem("unreadable: the notebook has no cells")
     graded_ids = {nbgrader_meta(c).get("grade_id") for c in notebook.cells}
     if not graded_ids & set(spec.tests):
@@ -111,6 +122,12 @@ def read_submission(path: Path, spec: AssignmentSpec) -> None:
             "no grading metadata: none of the notebook's cells carry nbgrader metadata "
             "(was it re-saved by an editor that strips cell metadata?)"
         )
+    for cell in notebook.cells:
+        if cell.get("cell_type") == "code" and not nbgrader_meta(cell).get("grade") and SOLUTION_ACCESS.search(cell.get("source", "")):
+            raise SubmissionProblem(
+                "rejected: the notebook's own code reaches for the instructor's solutions "
+                "(load_solution / COURSE_SOLUTIONS_DIR); review it by hand"
+            )
 
 
 def grade(
@@ -126,27 +143,33 @@ def grade(
     submissions, out = submissions.resolve(), out.resolve()
     if not submissions.is_dir():
         raise ValueError(f"submissions folder not found: {submissions}")
-    if out == submissions or submissions in out.parents:
-        raise ValueError(f"--out must be outside the submissions folder ({submissions}); grading never writes there")
+    if out == submissions or submissions in out.parents or out in submissions.parents:
+        raise ValueError(f"--out ({out}) and the submissions folder ({submissions}) must not contain each other")
+    if out.exists() and not out.is_dir():
+        raise ValueError(f"--out {out} exists and is not a folder")
+    if not solutions_dir.is_dir():
+        raise ValueError(f"no solutions folder at {solutions_dir}: run the autograder from a checkout of the course repository")
     known = list_assignments(solutions_dir)
     unknown = sorted(set(assignments or []) - set(known))
     if unknown:
         raise ValueError(f"unknown assignment(s) {unknown}; the course has {known}")
     students = find_students(submissions)
-    names = assignments or submitted_assignments(submissions, students, known)
+    names = assignments or submitted_assignments(submissions, students, known) or known
     specs = {name: AssignmentSpec.load(solutions_dir, name) for name in names}
+    out.mkdir(parents=True, exist_ok=True)
+    shutil.rmtree(out / FEEDBACK_DIR, ignore_errors=True)  # feedback from an earlier run would go stale
 
     report = GradingReport()
     with scratch_course(solutions_dir) as course:
         api = course.api()
         for name in names:
-            course.run(api.generate_assignment(name, force=True, create=True), f"generate_assignment {name}")
+            course.check(api.generate_assignment(name, force=True, create=True), f"generate_assignment {name}")
         jobs = [(s, n) for s in students for n in names]
         for student, name in _progress(jobs, enabled=progress):
             _grade_one(course, api, submissions, student, specs[name], report)
+        write_csvs(report, out)  # before feedback: the grades must survive whatever happens next
         if feedback:
             _write_feedback(course, api, report, out / FEEDBACK_DIR)
-    write_csvs(report, out)
     return report
 
 
@@ -158,16 +181,20 @@ def _progress(jobs: list[tuple[str, str]], *, enabled: bool) -> Iterable[tuple[s
     return tqdm(jobs, desc="grading", unit="notebook", file=sys.stderr, disable=None)
 
 
-def _grade_one(course: ScratchCourse, api: object, submissions: Path, student: str, spec: AssignmentSpec, report: GradingReport) -> None:
+def _grade_one(course: ScratchCourse, api: Any, submissions: Path, student: str, spec: AssignmentSpec, report: GradingReport) -> None:
     source = submissions / student / f"{spec.name}.ipynb"
     try:
+        if not SAFE_STUDENT_ID.match(student):
+            raise SubmissionProblem(
+                f"invalid student folder name {student!r}: use letters, digits, '@', '.', '_', '-' and single inner spaces"
+            )
         read_submission(source, spec)
         target = course.root / "submitted" / student / spec.name / source.name
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(source, target)
-        result = api.autograde(spec.name, student, force=True, create=True)  # type: ignore[attr-defined]
+        result = api.autograde(spec.name, student, force=True, create=True)
         if not result.get("success"):
-            raise SubmissionProblem(f"autograde failed: {summarize_log((result.get('log') or '') + (result.get('error') or ''))}")
+            raise SubmissionProblem(f"autograde failed: {failure_reason(result)}")
         scores = _scores_from_gradebook(course, student, spec)
     except Exception as problem:  # noqa: BLE001 - one bad submission must not stop the class
         status = str(problem) if isinstance(problem, SubmissionProblem) else f"grading error: {type(problem).__name__}: {problem}"
@@ -196,18 +223,18 @@ def _scores_from_gradebook(course: ScratchCourse, student: str, spec: Assignment
         return {g.name: float(g.score) for g in notebook.grades if g.name in spec.tests}
 
 
-def _write_feedback(course: ScratchCourse, api: object, report: GradingReport, feedback_dir: Path) -> None:
+def _write_feedback(course: ScratchCourse, api: Any, report: GradingReport, feedback_dir: Path) -> None:
     for row in report.grades:
         if not row.status.startswith("graded"):
             continue
         try:
-            course.run(api.generate_feedback(row.assignment, row.student_id), "generate_feedback")  # type: ignore[attr-defined]
-        except NbgraderError:
+            course.check(api.generate_feedback(row.assignment, row.student_id), "generate_feedback")
+            for html in (course.root / "feedback" / row.student_id / row.assignment).glob("*.html"):
+                target = feedback_dir / row.student_id / html.name
+                target.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(html, target)
+        except (NbgraderError, OSError):
             continue  # the grade stands; feedback is a courtesy
-        for html in (course.root / "feedback" / row.student_id / row.assignment).glob("*.html"):
-            target = feedback_dir / row.student_id / html.name
-            target.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(html, target)
 
 
 def write_csvs(report: GradingReport, out: Path) -> None:
@@ -219,12 +246,15 @@ def write_csvs(report: GradingReport, out: Path) -> None:
             writer.writerows(asdict(r) for r in rows)
 
 
-def format_table(report: GradingReport) -> str:
-    """The grades as a fixed-width table for the terminal."""
+def format_table(report: GradingReport, status_width: int = 100) -> str:
+    """The grades as a fixed-width table for the terminal (long statuses cut at ``status_width``)."""
     header = ("student", "assignment", "score", "status")
     rows = [(r.student_id, r.assignment, f"{r.score:g} / {r.max_score:g}", r.status) for r in report.grades]
-    widths = [max(len(str(x)) for x in column) for column in zip(header, *rows)]
-    widths[-1] = min(widths[-1], 100)
-    lines = ["  ".join(str(x).ljust(w)[: max(w, 0)] if i < 3 else str(x) for i, (x, w) in enumerate(zip(line, widths))) for line in (header, *rows)]
-    lines.insert(1, "  ".join("-" * w for w in widths))
-    return "\n".join(lines)
+    widths = [max(len(line[i]) for line in (header, *rows)) for i in range(3)]
+
+    def render(line: tuple[str, ...]) -> str:
+        status = line[3] if len(line[3]) <= status_width else line[3][: status_width - 3] + "..."
+        return "  ".join([*(cell.ljust(w) for cell, w in zip(line[:3], widths)), status])
+
+    lines = [render(header), "  ".join("-" * w for w in (*widths, min(status_width, max(len(r[3]) for r in (header, *rows)))))]
+    return "\n".join(lines + [render(row) for row in rows])

@@ -23,20 +23,17 @@ def generate(solutions_dir: Path, out_dir: Path, assignments: list[str] | None =
     with scratch_course(solutions_dir) as course:
         api = course.api(release_dir=out_dir)
         for name in names:
-            course.run(api.generate_assignment(name, force=True, create=True), f"generate_assignment {name}")
+            course.check(api.generate_assignment(name, force=True, create=True), f"generate_assignment {name}")
     return names
 
 
 def release(solutions_dir: Path = SOLUTIONS_DIR, notebooks_dir: Path = NOTEBOOKS_DIR) -> list[str]:
-    """Regenerate ``notebooks_dir`` from ``solutions_dir``; drop assignments no longer in the source."""
+    """Regenerate ``notebooks_dir`` from ``solutions_dir``: afterwards it holds exactly what nbgrader generated."""
     staging = Path(tempfile.mkdtemp(prefix="release-")) / "notebooks"
     try:
-        names = generate(solutions_dir.resolve(), staging)
-        for stale in _assignment_dirs(notebooks_dir) - set(names):
-            shutil.rmtree(notebooks_dir / stale)
-        for name in names:
-            shutil.rmtree(notebooks_dir / name, ignore_errors=True)
-            shutil.copytree(staging / name, notebooks_dir / name)
+        names = generate(solutions_dir.resolve(), staging)  # fails before notebooks/ is touched
+        shutil.rmtree(notebooks_dir, ignore_errors=True)
+        shutil.copytree(staging, notebooks_dir)
     finally:
         shutil.rmtree(staging.parent, ignore_errors=True)
     return names
@@ -66,6 +63,3 @@ def _files(folder: Path) -> set[str]:
         if path.is_file() and ".ipynb_checkpoints" not in path.parts and "__pycache__" not in path.parts
     }
 
-
-def _assignment_dirs(folder: Path) -> set[str]:
-    return {p.name for p in folder.iterdir() if p.is_dir()} if folder.is_dir() else set()

@@ -51,6 +51,7 @@ def course_config(
     # nbgrader's own default (no history file) plus a quiet kernel log: ipykernel's
     # start-up notices go to the terminal, not to cells, but drown the progress bar.
     c.Execute.extra_arguments = ["--HistoryManager.hist_file=:memory:", "--IPKernelApp.log_level=ERROR"]
+    c.IgnorePattern.enabled = True  # off by default in nbgrader 0.9
     c.IgnorePattern.pattern = IGNORED_STDERR
 
     # Feedback goes to students: strip hidden-test code and its tracebacks.

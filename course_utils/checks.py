@@ -1,7 +1,7 @@
 """Checks that test cells call: they compare, and when they fail they say why.
 
 Every check either returns ``True`` or raises ``AssertionError`` with a message a
-student can act on: what was called and on which input, the largest error and
+student can act on (``check_no_builtin`` also lets a crash of the student's code through): what was called and on which input, the largest error and
 where it is, and a hint. Test cells end with ``assert check_...(...)``, so the
 last line of a test cell is always an assert (nbgrader would otherwise score a
 bare expression by its value).
@@ -112,6 +112,20 @@ def _standing_in(fn: Callable[..., Any], stand_ins: dict[str, Any] | None) -> It
                 namespace[name] = value
 
 
+class NotWritten(AssertionError):
+    """The student's function still raises NotImplementedError."""
+
+
+def _run_student(fn: Callable[..., Any], args: Sequence[Any], kwargs: dict[str, Any], label: str) -> Any:
+    """Run student code with warnings silenced; an unwritten function becomes a clear NotWritten."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return fn(*args, **kwargs)
+    except NotImplementedError:
+        raise NotWritten(f"{label}: not written yet (it raises NotImplementedError).") from None
+
+
 def call(
     fn: Callable[..., Any],
     *args: Any,
@@ -131,11 +145,10 @@ def call(
     """
     label = label or _format_call(fn, args, kwargs)
     try:
-        with warnings.catch_warnings(), _standing_in(fn, stand_ins):
-            warnings.simplefilter("ignore")
-            result = fn(*args, **kwargs)
-    except NotImplementedError:
-        raise AssertionError(f"{label}: not written yet (it raises NotImplementedError).") from None
+        with _standing_in(fn, stand_ins):
+            result = _run_student(fn, args, kwargs, label)
+    except NotWritten:
+        raise
     except Exception as error:  # noqa: BLE001 - any failure of student code is reported
         _fail(label, f"raised {type(error).__name__}: {error}", inputs=None, hint=hint)
     if returns is not None and not (isinstance(result, tuple) and len(result) == returns):
@@ -185,6 +198,10 @@ def check_close(
         pass
     got = actual.detach().to(torch.float64).cpu()
     want = expected.detach().to(torch.float64).cpu()
+    missing_nan = torch.isnan(want) & ~torch.isnan(got)
+    if missing_nan.any():
+        where = tuple(int(i) for i in missing_nan.nonzero()[0])
+        _fail(label, f"{int(missing_nan.sum())} entries are numbers where NaN was expected (first at index {where})", inputs=inputs, hint=hint)
     bad_nan = torch.isnan(got) & ~torch.isnan(want)
     if bad_nan.any():
         where = tuple(int(i) for i in bad_nan.nonzero()[0])
@@ -235,13 +252,11 @@ def check_raises(
     """``fn(*args, **kwargs)`` raises ``error`` (and not some other exception)."""
     label = label or _format_call(fn, args, kwargs)
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            result = fn(*args, **kwargs)
+        result = _run_student(fn, args, kwargs, label)
+    except NotWritten:  # a stub's NotImplementedError never counts as the expected error
+        raise
     except error:
         return True
-    except NotImplementedError:
-        raise AssertionError(f"{label}: not written yet (it raises NotImplementedError).") from None
     except Exception as other:  # noqa: BLE001
         _fail(label, f"should raise {error.__name__}, but raised {type(other).__name__}: {other}", inputs=None, hint=hint)
     _fail(label, f"should raise {error.__name__}, but returned {describe(result)}", inputs=None, hint=hint)
@@ -315,13 +330,9 @@ def check_no_builtin(
     namespaces = [fn.__globals__] if hasattr(fn, "__globals__") else []
     with forbidden(*builtins, namespaces=namespaces) as calls:
         try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                fn(*args, **kwargs)
+            _run_student(fn, args, kwargs, label)
         except ForbiddenCallError:
             pass
-        except NotImplementedError:
-            raise AssertionError(f"{label}: not written yet (it raises NotImplementedError).") from None
     if calls:
         _fail(label, f"calls {sorted(set(calls))}, which this exercise asks you to write yourself", inputs=None, hint=hint)
     return True

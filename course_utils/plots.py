@@ -59,10 +59,15 @@ def heatmap(
     image = ax.imshow(data.numpy(), cmap=cmap, vmin=vmin, vmax=vmax, aspect="auto")
     ax.figure.colorbar(image, ax=ax, fraction=0.046, pad=0.04)
     ax.grid(False)
+    rows, cols = data.shape
     if row_labels is not None:
-        ax.set_yticks(range(len(row_labels)), labels=list(row_labels))
+        ax.set_yticks(range(rows), labels=list(row_labels))
+    elif rows <= 20:  # integer positions, not matplotlib's fractional defaults
+        ax.set_yticks(range(rows))
     if col_labels is not None:
-        ax.set_xticks(range(len(col_labels)), labels=list(col_labels))
+        ax.set_xticks(range(cols), labels=list(col_labels))
+    elif cols <= 20:
+        ax.set_xticks(range(cols))
     if annotate and data.numel() <= 100:
         middle = (data.max() + data.min()).item() / 2
         for (i, j), value in zip(torch.cartesian_prod(torch.arange(data.shape[0]), torch.arange(data.shape[1])).tolist(), data.flatten().tolist()):

@@ -74,9 +74,14 @@ def build_class(folder: Path) -> dict[str, Variant]:
     write_submission(folder, "zz-metadata-stripped", first, stripped)
     empty = nbformat.v4.new_notebook()
     write_submission(folder, "zz-empty", first, empty)
+    a_cell = MISTAKES[first][0].cell  # any solution cell of the first notebook
     # A student id with spaces, whose notebook kills its own kernel.
-    killer = Variant("exits Python", MISTAKES[first][0].cell, source="import os\nos._exit(1)")
-    write_submission(folder, "zz kernel killer", first, solved(first, [killer]))
+    write_submission(folder, "zz kernel killer", first, solved(first, [Variant("exits Python", a_cell, source="import os\nos._exit(1)")]))
+    # A notebook that borrows the instructor's solution, which the grading kernel could reach.
+    borrow = f"from course_utils.reference import load_solution\n{a_cell} = load_solution({first!r}).{a_cell}"
+    write_submission(folder, "zz-borrower", first, solved(first, [Variant("borrows the solution", a_cell, source=borrow)]))
+    # A folder name that nbgrader would read as a glob pattern.
+    write_submission(folder, "zz-star*", first, solved(first))
     return mistake_students
 
 

@@ -82,9 +82,15 @@ def test_float32_tolerance_accepts_different_correct_implementations(n: int, see
     assert check_close(via_logsumexp, reference, label="logsumexp")
 
 
-def test_every_floating_dtype_has_a_stated_tolerance() -> None:
-    for dtype in (torch.float16, torch.bfloat16, torch.float32, torch.float64):
-        assert TOLERANCES[dtype].rtol > 0 and TOLERANCES[dtype].atol > 0
+def test_tolerances_are_the_ones_the_contract_states(repo_root) -> None:
+    # autograder/CONTRACT.md promises students these numbers; the code must use the same.
+    import re
+
+    table = (repo_root / "autograder" / "CONTRACT.md").read_text()
+    stated = {m[0]: (float(m[1]), float(m[2])) for m in re.findall(r"^\| (float\d+|bfloat16) \| ([\d.e-]+) \| ([\d.e-]+) \|", table, re.M)}
+    assert stated.keys() == {"float16", "bfloat16", "float32", "float64"}
+    for name, (rtol, atol) in stated.items():
+        assert (TOLERANCES[getattr(torch, name)].rtol, TOLERANCES[getattr(torch, name)].atol) == (rtol, atol)
 
 
 def test_check_matches_names_the_reference_that_disagrees() -> None:
@@ -209,3 +215,25 @@ def test_check_no_builtin_catches_a_name_imported_before_the_check() -> None:
     with pytest.raises(AssertionError, match="calls \\['torch.softmax'\\]"):
         check_no_builtin(_uses_alias, torch.ones(3), builtins=["torch.softmax"])
     assert _aliased_softmax is torch.softmax  # restored
+
+
+def test_check_raises_never_credits_a_stub_even_for_a_parent_exception() -> None:
+    def stub():
+        raise NotImplementedError()
+
+    for parent in (RuntimeError, Exception):
+        with pytest.raises(AssertionError, match="not written yet"):
+            check_raises(parent, stub, label="stub")
+
+
+def test_check_close_reports_numbers_where_nan_was_expected() -> None:
+    with pytest.raises(AssertionError, match="1 entries are numbers where NaN was expected"):
+        check_close(torch.tensor([0.0, 1.0]), torch.tensor([0.0, float("nan")]), label="nan expected")
+
+
+def test_call_reports_a_students_own_assertion_as_a_failure_of_the_call() -> None:
+    def asserts(x):
+        assert x > 0, "x must be positive"
+
+    with pytest.raises(AssertionError, match="raised AssertionError: x must be positive"):
+        call(asserts, -1, label="asserts(-1)")

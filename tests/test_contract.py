@@ -30,3 +30,18 @@ def test_the_contract_catches_a_test_cell_without_a_final_assert(tmp_path) -> No
     grade_id = test_cell["metadata"]["nbgrader"]["grade_id"]
     assert f"test cell {grade_id} (as graded): the last statement must be an assert" in found
     assert any("holds only definitions, but line 1 is a Expr" in p for p in found)
+
+
+def test_the_contract_rejects_a_graded_cell_that_tests_nothing(tmp_path) -> None:
+    name = list_assignments()[0]
+    notebook = json.loads((SOLUTIONS_DIR / name / f"{name}.ipynb").read_text())
+    test_cell = next(c for c in notebook["cells"] if c["metadata"].get("nbgrader", {}).get("grade"))
+    test_cell["source"] = "# only a comment: free points\n"
+    test_cell["metadata"]["nbgrader"]["locked"] = False
+    (tmp_path / name).mkdir()
+    path = tmp_path / name / f"{name}.ipynb"
+    path.write_text(json.dumps(notebook))
+    grade_id = test_cell["metadata"]["nbgrader"]["grade_id"]
+    found = problems(path)
+    assert f"test cell {grade_id} (as graded): the last statement must be an assert" in found
+    assert f"test cell {grade_id}: must be locked, so students cannot edit the tests" in found

@@ -62,6 +62,17 @@ MISTAKES = [
 ]
 
 CORRECT_VARIANTS = [
+    # Correct, but writes a warning line to stderr on every call: the autograder's IgnorePattern must
+    # keep that from zeroing the test cells (nbgrader scores any stderr in a test cell 0).
+    Variant("hard_lookup that writes a warning to stderr", "hard_lookup", source='''
+def hard_lookup(query, keys, values):
+    import sys
+    sys.stderr.write("UserWarning: this lookup is slow, but correct\\n")
+    rows = torch.nonzero((keys == query).all(dim=-1)).flatten()
+    if rows.numel() == 0:
+        raise KeyError(query)
+    return values[rows[0]]
+'''),
     Variant("hard_lookup as a Python loop with torch.equal", "hard_lookup", source='''
 def hard_lookup(query, keys, values):
     for i in range(keys.shape[0]):

@@ -1,0 +1,72 @@
+"""Notebook 04: the mistakes students make, and correct answers written differently."""
+
+from __future__ import annotations
+
+from .variant import Variant
+
+SDPA = "scaled_dot_product_attention"
+BOOL_FILL = 'scores.masked_fill(~attn_mask, float("-inf"))'
+CAUSAL = "causal_mask(Q.shape[-2], K.shape[-2], device=Q.device)"
+
+MISTAKES = [
+    Variant("causal_mask is always bottom-right", "causal_mask",
+            edits=(("offset = T_k - T_q if bottom_right else 0", "offset = T_k - T_q"),), loses=("test_causal_mask_top_left",)),
+    Variant("padding_mask counts the position equal to the length as real (<=)", "padding_mask",
+            edits=(("positions.unsqueeze(0) < lengths", "positions.unsqueeze(0) <= lengths"),), loses=("test_padding_mask",)),
+    Variant("sliding_window_mask lets the window reach one key too far (<=)", "sliding_window_mask",
+            edits=(("(distance < window)", "(distance <= window)"),), loses=("test_sliding_window_mask",)),
+    Variant("sliding_window_mask looks both ways (not causal)", "sliding_window_mask",
+            edits=(("(distance >= 0) & (distance < window)", "distance.abs() < window"),), loses=("test_sliding_window_mask",)),
+    Variant("bool mask inverted (True treated as masked)", SDPA,
+            edits=((BOOL_FILL, BOOL_FILL.replace("~attn_mask", "attn_mask")),),
+            loses=("test_masked_sdpa_bool_mask", "test_masked_sdpa_is_causal", "test_masked_sdpa_fully_masked_rows")),
+    Variant("float mask multiplied instead of added", SDPA,
+            edits=(("scores = scores + attn_mask", "scores = scores * attn_mask"),),
+            loses=("test_masked_sdpa_float_mask", "test_masked_sdpa_fully_masked_rows")),
+    Variant("masks with -1e9 instead of -inf (fully masked rows become uniform)", SDPA,
+            edits=((BOOL_FILL, "scores.masked_fill(~attn_mask, -1e9)"),), loses=("test_masked_sdpa_fully_masked_rows",)),
+    Variant("leaves NaN in fully masked rows", SDPA,
+            edits=((".masked_fill(nothing_to_attend, 0.0)", ""),), loses=("test_masked_sdpa_fully_masked_rows",)),
+    Variant("is_causal aligned bottom-right", SDPA,
+            edits=((CAUSAL, CAUSAL.replace("device=", "bottom_right=True, device=")),), loses=("test_masked_sdpa_is_causal",)),
+    Variant("accepts attn_mask together with is_causal", SDPA,
+            edits=(('raise ValueError("pass either attn_mask or is_causal=True, not both")', "pass"),),
+            loses=("test_masked_sdpa_rejects_mask_and_causal",)),
+    Variant("calls F.scaled_dot_product_attention for the output", SDPA,
+            edits=(("return weights @ V, weights", "return F.scaled_dot_product_attention(Q, K, V, attn_mask=attn_mask, scale=scale), weights"),),
+            loses=("test_masked_sdpa_no_builtin",)),
+]
+
+CORRECT_VARIANTS = [
+    Variant("causal_mask with tril", "causal_mask", source='''
+def causal_mask(T_q, T_k, bottom_right=False, device=None):
+    return torch.ones(T_q, T_k, dtype=torch.bool, device=device).tril(diagonal=T_k - T_q if bottom_right else 0)
+'''),
+    Variant("padding_mask with a loop", "padding_mask", source='''
+def padding_mask(lengths, max_len):
+    mask = torch.zeros(len(lengths), max_len, dtype=torch.bool)
+    for b, n in enumerate(lengths.tolist()):
+        mask[b, :n] = True
+    return mask
+'''),
+    Variant("sliding_window_mask as a difference of triangles", "sliding_window_mask", source='''
+def sliding_window_mask(T, window):
+    ones = torch.ones(T, T, dtype=torch.bool)
+    return ones.tril() & ~ones.tril(-window)
+'''),
+    Variant("masked attention with a float bias, float64 inside and nan_to_num", SDPA, source='''
+def scaled_dot_product_attention(Q, K, V, attn_mask=None, is_causal=False, scale=None):
+    if is_causal and attn_mask is not None:
+        raise ValueError("attn_mask and is_causal are exclusive")
+    scale = Q.shape[-1] ** -0.5 if scale is None else scale
+    q, k, v = Q.double(), K.double(), V.double()
+    bias = torch.zeros(Q.shape[-2], K.shape[-2], dtype=torch.float64, device=Q.device)
+    if is_causal:
+        bias = bias.masked_fill(~torch.ones_like(bias, dtype=torch.bool).tril(), float("-inf"))
+    elif attn_mask is not None:
+        bias = torch.where(attn_mask, 0.0, float("-inf")).double() if attn_mask.dtype == torch.bool else attn_mask.double()
+    weights = torch.softmax(torch.einsum("...qd,...kd->...qk", q, k) * scale + bias, dim=-1)
+    weights = torch.nan_to_num(weights, nan=0.0)          # rows with every key masked
+    return (weights @ v).to(Q.dtype), weights.to(Q.dtype)
+'''),
+]
