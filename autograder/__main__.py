@@ -42,6 +42,7 @@ def _grade(args: argparse.Namespace) -> int:
             Path(args.out),
             assignments=[args.assignment] if args.assignment else None,
             feedback=not args.no_feedback,
+            jobs=args.jobs,
         )
     except ValueError as error:
         print(f"error: {error}", file=sys.stderr)
@@ -73,6 +74,7 @@ def main(argv: list[str] | None = None) -> int:
     grade.add_argument("--out", required=True, help="where grades.csv, tests.csv and feedback/ are written")
     grade.add_argument("--assignment", help="grade only this assignment (default: every one handed in)")
     grade.add_argument("--no-feedback", action="store_true", help="skip the HTML feedback")
+    grade.add_argument("--jobs", type=int, default=1, help="grade this many submissions at a time (default 1)")
     grade.set_defaults(run=_grade)
 
     demo = commands.add_parser("demo", help="grade a small synthetic class and print the score table")

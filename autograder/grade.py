@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import csv
 import json
+import multiprocessing
 import re
 import shutil
 import sys
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable, Iterator
 
 from course_utils.reference import is_test_cell, nbgrader_meta
 
@@ -138,8 +140,13 @@ def grade(
     solutions_dir: Path = SOLUTIONS_DIR,
     feedback: bool = True,
     progress: bool = True,
+    jobs: int = 1,
 ) -> GradingReport:
-    """Grade every student folder in ``submissions``; write CSVs and feedback under ``out``."""
+    """Grade every student folder in ``submissions``; write CSVs and feedback under ``out``.
+
+    ``jobs`` > 1 grades in that many processes, each with its own scratch course; the
+    scores and the order of the rows are the same as with one.
+    """
     submissions, out = submissions.resolve(), out.resolve()
     if not submissions.is_dir():
         raise ValueError(f"submissions folder not found: {submissions}")
@@ -159,26 +166,60 @@ def grade(
     out.mkdir(parents=True, exist_ok=True)
     shutil.rmtree(out / FEEDBACK_DIR, ignore_errors=True)  # feedback from an earlier run would go stale
 
+    pairs = [(s, n) for s in students for n in names]
+    batch = GradingBatch(solutions_dir, submissions, specs, out / FEEDBACK_DIR if feedback else None)
     report = GradingReport()
-    with scratch_course(solutions_dir) as course:
-        api = course.api()
-        for name in names:
-            course.check(api.generate_assignment(name, force=True, create=True), f"generate_assignment {name}")
-        jobs = [(s, n) for s in students for n in names]
-        for student, name in _progress(jobs, enabled=progress):
-            _grade_one(course, api, submissions, student, specs[name], report)
-        write_csvs(report, out)  # before feedback: the grades must survive whatever happens next
-        if feedback:
-            _write_feedback(course, api, report, out / FEEDBACK_DIR)
+    for part in _run_batches(batch, pairs, jobs=jobs, progress=progress):
+        report.grades += part.grades
+        report.tests += part.tests
+    # The same order whatever the number of workers: students, then assignments in course order.
+    order = {pair: i for i, pair in enumerate(pairs)}
+    report.grades.sort(key=lambda r: order[(r.student_id, r.assignment)])
+    report.tests.sort(key=lambda r: (order[(r.student_id, r.assignment)], list(specs[r.assignment].tests).index(r.test)))
+    write_csvs(report, out)
     return report
 
 
-def _progress(jobs: list[tuple[str, str]], *, enabled: bool) -> Iterable[tuple[str, str]]:
-    if not enabled:
-        return jobs
+@dataclass(frozen=True)
+class GradingBatch:
+    """What a worker needs to grade some (student, assignment) pairs on its own."""
+
+    solutions_dir: Path
+    submissions: Path
+    specs: dict[str, AssignmentSpec]
+    feedback_dir: Path | None
+
+    def __call__(self, pairs: list[tuple[str, str]], on_graded: Callable[[], None] | None = None) -> GradingReport:
+        """Grade ``pairs`` in a private scratch course: nbgrader's SQLite gradebook takes one writer."""
+        report = GradingReport()
+        with scratch_course(self.solutions_dir) as course:
+            api = course.api()
+            for name in dict.fromkeys(n for _, n in pairs):
+                course.check(api.generate_assignment(name, force=True, create=True), f"generate_assignment {name}")
+            for student, name in pairs:
+                _grade_one(course, api, self.submissions, student, self.specs[name], report)
+                if on_graded:
+                    on_graded()
+            if self.feedback_dir is not None:
+                _write_feedback(course, api, report, self.feedback_dir)  # catches its own failures: grades stand
+        return report
+
+
+def _run_batches(batch: GradingBatch, pairs: list[tuple[str, str]], *, jobs: int, progress: bool) -> Iterator[GradingReport]:
+    """Grade in one process, or in ``jobs`` worker processes with a few pairs per task."""
     from tqdm import tqdm
 
-    return tqdm(jobs, desc="grading", unit="notebook", file=sys.stderr, disable=None)
+    with tqdm(total=len(pairs), desc="grading", unit="notebook", file=sys.stderr, disable=None if progress else True) as bar:
+        if jobs <= 1:
+            yield batch(pairs, on_graded=lambda: bar.update(1))
+            return
+        size = max(1, len(pairs) // (jobs * 4))  # small tasks keep the bar moving and the workers busy
+        tasks = [pairs[i : i + size] for i in range(0, len(pairs), size)]
+        with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
+            futures = {pool.submit(batch, task): len(task) for task in tasks}
+            for future in as_completed(futures):
+                bar.update(futures[future])
+                yield future.result()
 
 
 def _grade_one(course: ScratchCourse, api: Any, submissions: Path, student: str, spec: AssignmentSpec, report: GradingReport) -> None:

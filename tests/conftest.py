@@ -91,7 +91,7 @@ def graded_class(tmp_path_factory: pytest.TempPathFactory) -> GradedClass:
     mistake_students = build_class(submissions)
     before = tree_digest(submissions, SOLUTIONS_DIR, NOTEBOOKS_DIR)
     out = tmp_path_factory.mktemp("grading") / "out"
-    report = grade(submissions, out, progress=False)
+    report = grade(submissions, out, progress=False, jobs=2)  # two workers: the machine has two cores
     return GradedClass(submissions, out, report, mistake_students, before)
 
 

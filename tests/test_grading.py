@@ -111,6 +111,42 @@ def test_grading_writes_nothing_into_submissions_or_the_repository(graded_class:
     assert after == graded_class.snapshot_before
 
 
+def test_parallel_grading_gives_the_same_rows_as_one_worker(graded_class: GradedClass, tmp_path) -> None:
+    # A small class through the command line with --jobs 1, compared row for row with the
+    # two-worker grading of the same submissions in the session fixture.
+    first = ASSIGNMENTS[0]
+    small = tmp_path / "small"
+    students = [f"{first[:2]}-solved", f"{first[:2]}-untouched", f"{first[:2]}-{slug(MISTAKES[first][3].name)}", "zz-not-json"]
+    for student in students:
+        (small / student).mkdir(parents=True)
+        for notebook in (graded_class.submissions / student).glob("*.ipynb"):
+            (small / student / notebook.name).write_bytes(notebook.read_bytes())
+    result = subprocess.run([sys.executable, "-m", "autograder", "grade", str(small), "--out", str(tmp_path / "out"),
+                             "--assignment", first, "--no-feedback", "--jobs", "1"], capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-2000:]
+    with (tmp_path / "out" / TESTS_CSV).open() as handle:
+        one_worker = [(r["student_id"], r["test"], float(r["score"])) for r in csv.DictReader(handle)]
+    two_workers = [(r.student_id, r.test, r.score) for r in graded_class.report.tests if r.student_id in students and r.assignment == first]
+    assert one_worker == two_workers
+
+
+def test_grade_refuses_bad_arguments_with_a_clear_message(tmp_path, repo_root) -> None:
+    (tmp_path / "class" / "alice").mkdir(parents=True)
+    cases = [
+        (["grade", str(tmp_path / "nowhere"), "--out", str(tmp_path / "o")], "submissions folder not found"),
+        (["grade", str(tmp_path / "class"), "--out", str(tmp_path / "class" / "out")], "must not contain each other"),
+        (["grade", str(tmp_path / "class"), "--out", str(tmp_path / "o"), "--assignment", "99_nope"], "unknown assignment"),
+    ]
+    for args, message in cases:
+        result = subprocess.run([sys.executable, "-m", "autograder", *args], cwd=repo_root, capture_output=True, text=True, timeout=120)
+        assert result.returncode == 2 and message in result.stderr, (args, result.stderr[-500:])
+    (tmp_path / "flat").mkdir()
+    (tmp_path / "flat" / "a.ipynb").write_text("{}")
+    result = subprocess.run([sys.executable, "-m", "autograder", "grade", str(tmp_path / "flat"), "--out", str(tmp_path / "o")],
+                            cwd=repo_root, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 2 and "no student folders" in result.stderr
+
+
 def test_demo_prints_the_score_table(repo_root) -> None:
     result = subprocess.run([sys.executable, "-m", "autograder", "demo"], cwd=repo_root, capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr[-2000:]
