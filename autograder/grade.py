@@ -53,7 +53,7 @@ class GradingReport:
     grades: list[GradeRow] = field(default_factory=list)
     tests: list[TestRow] = field(default_factory=list)
 
-    def score_of(self, student_id: str, assignment: str) -> GradeRow:
+    def row_of(self, student_id: str, assignment: str) -> GradeRow:
         return next(r for r in self.grades if r.student_id == student_id and r.assignment == assignment)
 
     def tests_of(self, student_id: str, assignment: str) -> dict[str, float]:

@@ -12,7 +12,7 @@ import pytest
 from autograder.course import list_assignments
 from autograder.grade import GradingReport, grade
 from autograder.mistakes import CORRECT_VARIANTS, MISTAKES, Variant
-from autograder.settings import NOTEBOOKS_DIR, REPO_ROOT, SOLUTIONS_DIR
+from autograder.settings import REPO_ROOT, SOLUTIONS_DIR
 from autograder.submissions import released, slug, solved, write_submission
 
 ASSIGNMENTS = list_assignments(SOLUTIONS_DIR)
@@ -28,12 +28,15 @@ class GradedClass:
 
 
 def tree_digest(*folders: Path) -> dict[str, str]:
-    """sha256 of every file under the folders: to prove that grading wrote nothing there."""
+    """sha256 of every file under the folders (caches and tool folders aside): to prove grading wrote nothing there."""
+    def ignored(path: Path) -> bool:
+        return any(part.startswith(".") or part == "__pycache__" or part.endswith(".egg-info") for part in path.parts)
+
     return {
         str(path): hashlib.sha256(path.read_bytes()).hexdigest()
         for folder in folders
         for path in sorted(folder.rglob("*"))
-        if path.is_file() and "__pycache__" not in path.parts
+        if path.is_file() and not ignored(path.relative_to(folder))
     }
 
 
@@ -58,6 +61,7 @@ def build_class(folder: Path) -> dict[str, Variant]:
             write_submission(folder, f"{prefix}-correct-variants-{i}", assignment, solved(assignment, variants))
         for mistake in MISTAKES.get(assignment, []):
             student = f"{prefix}-{slug(mistake.name)}"
+            assert student not in mistake_students, f"two mistakes share the student id {student}"
             write_submission(folder, student, assignment, solved(assignment, [mistake]))
             mistake_students[student] = mistake
 
@@ -89,7 +93,7 @@ def build_class(folder: Path) -> dict[str, Variant]:
 def graded_class(tmp_path_factory: pytest.TempPathFactory) -> GradedClass:
     submissions = tmp_path_factory.mktemp("class") / "submissions"
     mistake_students = build_class(submissions)
-    before = tree_digest(submissions, SOLUTIONS_DIR, NOTEBOOKS_DIR)
+    before = tree_digest(submissions, REPO_ROOT)
     out = tmp_path_factory.mktemp("grading") / "out"
     report = grade(submissions, out, progress=False, jobs=2)  # two workers: the machine has two cores
     return GradedClass(submissions, out, report, mistake_students, before)

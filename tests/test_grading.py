@@ -12,7 +12,7 @@ import pytest
 from autograder.demo import DEMO_ASSIGNMENT, DEMO_MISTAKES
 from autograder.grade import GRADES_CSV, TESTS_CSV, AssignmentSpec
 from autograder.mistakes import CORRECT_VARIANTS, MISTAKES
-from autograder.settings import NOTEBOOKS_DIR, SOLUTIONS_DIR
+from autograder.settings import REPO_ROOT, SOLUTIONS_DIR
 from autograder.submissions import slug
 
 from conftest import ASSIGNMENTS, GradedClass, tree_digest, variant_rounds
@@ -28,14 +28,14 @@ def spec(assignment: str) -> AssignmentSpec:
 
 @pytest.mark.parametrize("assignment", ASSIGNMENTS)
 def test_solution_scores_full_marks(graded_class: GradedClass, assignment: str) -> None:
-    row = graded_class.report.score_of(f"{assignment[:2]}-solved", assignment)
+    row = graded_class.report.row_of(f"{assignment[:2]}-solved", assignment)
     assert (row.score, row.status) == (row.max_score, "graded"), row
     assert row.max_score == spec(assignment).max_score > 0
 
 
 @pytest.mark.parametrize("assignment", ASSIGNMENTS)
 def test_untouched_release_scores_zero(graded_class: GradedClass, assignment: str) -> None:
-    row = graded_class.report.score_of(f"{assignment[:2]}-untouched", assignment)
+    row = graded_class.report.row_of(f"{assignment[:2]}-untouched", assignment)
     assert row.score == 0 and row.status == "graded (no test passed)", row
 
 
@@ -71,7 +71,7 @@ def test_bad_submissions_get_a_row_and_a_reason(graded_class: GradedClass) -> No
     assert status["zz-borrower"].startswith("rejected: the notebook's own code reaches for the instructor's solutions")
     assert status["zz-star*"].startswith("invalid student folder name 'zz-star*'")
     for student in ("zz-not-json", "zz-renamed-copy", "zz-metadata-stripped", "zz-empty", "zz kernel killer", "zz-borrower", "zz-star*"):
-        assert graded_class.report.score_of(student, first).score == 0
+        assert graded_class.report.row_of(student, first).score == 0
 
 
 def test_every_student_and_assignment_has_one_grade_row(graded_class: GradedClass) -> None:
@@ -107,7 +107,7 @@ def test_feedback_hides_hidden_tests_but_explains_failures(graded_class: GradedC
 
 
 def test_grading_writes_nothing_into_submissions_or_the_repository(graded_class: GradedClass) -> None:
-    after = tree_digest(graded_class.submissions, SOLUTIONS_DIR, NOTEBOOKS_DIR)
+    after = tree_digest(graded_class.submissions, REPO_ROOT)
     assert after == graded_class.snapshot_before
 
 

@@ -16,7 +16,10 @@ class Variant:
     loses: tuple[str, ...] = field(default=())
 
     def apply(self, solution_source: str) -> str:
-        """The rewritten cell; fails loudly if an edit no longer matches the solution."""
+        """The rewritten cell: each edit replaces every occurrence of its text (docstrings too).
+
+        Fails loudly if an edit no longer matches the solution, so the table cannot rot.
+        """
         if self.source is not None:
             return self.source
         text = solution_source
