@@ -12,6 +12,7 @@ from __future__ import annotations
 import csv
 import json
 import multiprocessing
+import os
 import re
 import shutil
 import sys
@@ -145,7 +146,8 @@ def grade(
     """Grade every student folder in ``submissions``; write CSVs and feedback under ``out``.
 
     ``jobs`` > 1 grades in that many processes, each with its own scratch course; the
-    scores and the order of the rows are the same as with one.
+    scores and the order of the rows are the same as with one. The workers are spawned, so
+    a script that calls this with ``jobs`` > 1 needs the ``if __name__ == "__main__":`` guard.
     """
     submissions, out = submissions.resolve(), out.resolve()
     if not submissions.is_dir():
@@ -215,11 +217,18 @@ def _run_batches(batch: GradingBatch, pairs: list[tuple[str, str]], *, jobs: int
             return
         size = max(1, len(pairs) // (jobs * 4))  # small tasks keep the bar moving and the workers busy
         tasks = [pairs[i : i + size] for i in range(0, len(pairs), size)]
-        with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
+        context = multiprocessing.get_context("spawn")
+        with ProcessPoolExecutor(jobs, mp_context=context, initializer=_one_thread_per_kernel) as pool:
             futures = {pool.submit(batch, task): len(task) for task in tasks}
             for future in as_completed(futures):
                 bar.update(futures[future])
                 yield future.result()
+
+
+def _one_thread_per_kernel() -> None:
+    """In a worker: kernels inherit this, so N workers do not start N x cores torch threads."""
+    for variable in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ[variable] = "1"
 
 
 def _grade_one(course: ScratchCourse, api: Any, submissions: Path, student: str, spec: AssignmentSpec, report: GradingReport) -> None:

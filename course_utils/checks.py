@@ -94,8 +94,15 @@ def _format_call(fn: Callable[..., Any], args: Sequence[Any], kwargs: dict[str, 
 
 @contextlib.contextmanager
 def _standing_in(fn: Callable[..., Any], stand_ins: dict[str, Any] | None) -> Iterator[None]:
-    """Temporarily replace names in the namespace ``fn`` was defined in (the notebook's)."""
+    """Temporarily replace names in the namespace ``fn`` was defined in (the notebook's).
+
+    For an ``nn.Module`` (or any callable object) that is the namespace of its class's
+    ``forward`` or ``__call__``.
+    """
     namespace = getattr(fn, "__globals__", None)
+    for method in ("forward", "__call__"):
+        if namespace is None:
+            namespace = getattr(getattr(type(fn), method, None), "__globals__", None)
     if not stand_ins or namespace is None:
         yield
         return

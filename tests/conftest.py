@@ -13,7 +13,7 @@ from autograder.course import list_assignments
 from autograder.grade import GradingReport, grade
 from autograder.mistakes import CORRECT_VARIANTS, MISTAKES, Variant
 from autograder.settings import REPO_ROOT, SOLUTIONS_DIR
-from autograder.submissions import released, slug, solved, write_submission
+from autograder.submissions import released, solved, write_submission
 
 ASSIGNMENTS = list_assignments(SOLUTIONS_DIR)
 
@@ -23,7 +23,7 @@ class GradedClass:
     submissions: Path
     out: Path
     report: GradingReport
-    mistake_students: dict[str, Variant]  # student id -> the mistake they made
+    mistake_students: dict[str, list[Variant]]  # student id -> the mistakes in their submission
     snapshot_before: dict[str, str]
 
 
@@ -49,21 +49,35 @@ def variant_rounds(variants: list[Variant]) -> list[list[Variant]]:
     return [[group[i] for group in by_cell.values() if i < len(group)] for i in range(rounds)]
 
 
-def build_class(folder: Path) -> dict[str, Variant]:
+def mistake_rounds(mistakes: list[Variant]) -> list[list[Variant]]:
+    """Pack mistakes into as few submissions as possible, never two in one cell and never two
+    that may cost points on the same test. Tests of one function stand in correct versions of
+    the others it calls, so each mistake's lost points can still be told apart."""
+    rounds: list[list[Variant]] = []
+    for mistake in mistakes:
+        for group in rounds:
+            if all(m.cell != mistake.cell and not set(m.loses) & set(mistake.loses) for m in group):
+                group.append(mistake)
+                break
+        else:
+            rounds.append([mistake])
+    return rounds
+
+
+def build_class(folder: Path) -> dict[str, list[Variant]]:
     """Per assignment: the solution, the untouched release, every mistake, all correct variants
     at once, and submissions that cannot be graded."""
-    mistake_students: dict[str, Variant] = {}
+    mistake_students: dict[str, list[Variant]] = {}
     for assignment in ASSIGNMENTS:
         prefix = assignment[:2]
         write_submission(folder, f"{prefix}-solved", assignment, solved(assignment))
         write_submission(folder, f"{prefix}-untouched", assignment, released(assignment))
         for i, variants in enumerate(variant_rounds(CORRECT_VARIANTS.get(assignment, []))):
             write_submission(folder, f"{prefix}-correct-variants-{i}", assignment, solved(assignment, variants))
-        for mistake in MISTAKES.get(assignment, []):
-            student = f"{prefix}-{slug(mistake.name)}"
-            assert student not in mistake_students, f"two mistakes share the student id {student}"
-            write_submission(folder, student, assignment, solved(assignment, [mistake]))
-            mistake_students[student] = mistake
+        for i, mistakes in enumerate(mistake_rounds(MISTAKES.get(assignment, []))):
+            student = f"{prefix}-mistakes-{i}"
+            write_submission(folder, student, assignment, solved(assignment, mistakes))
+            mistake_students[student] = mistakes
 
     first = ASSIGNMENTS[0]
     bad = folder / "zz-not-json"
@@ -84,6 +98,9 @@ def build_class(folder: Path) -> dict[str, Variant]:
     # A notebook that borrows the instructor's solution, which the grading kernel could reach.
     borrow = f"from course_utils.reference import load_solution\n{a_cell} = load_solution({first!r}).{a_cell}"
     write_submission(folder, "zz-borrower", first, solved(first, [Variant("borrows the solution", a_cell, source=borrow)]))
+    # A mistake that fails only a hidden test, alone: its feedback must show no traceback frames.
+    builtin = next(m for m in MISTAKES[first] if m.name == "softmax calls torch.softmax")
+    write_submission(folder, "zz-hidden-only", first, solved(first, [builtin]))
     # A folder name that nbgrader would read as a glob pattern.
     write_submission(folder, "zz-star*", first, solved(first))
     return mistake_students

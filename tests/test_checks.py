@@ -237,3 +237,13 @@ def test_call_reports_a_students_own_assertion_as_a_failure_of_the_call() -> Non
 
     with pytest.raises(AssertionError, match="raised AssertionError: x must be positive"):
         call(asserts, -1, label="asserts(-1)")
+
+
+class _UsesDouble:
+    def __call__(self, x):
+        return _double(x) + 1
+
+
+def test_call_stand_ins_reach_the_namespace_of_a_callable_object() -> None:
+    assert call(_UsesDouble(), 1, stand_ins={"_double": lambda x: 10 * x}) == 11
+    assert _UsesDouble()(1) == 3

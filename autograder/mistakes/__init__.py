@@ -10,7 +10,7 @@ correct variant gets full marks.
 
 from __future__ import annotations
 
-from . import dot_product_attention, masking, scaled_dot_product_attention, soft_dictionary_lookup
+from . import dot_product_attention, masking, multi_head_attention, scaled_dot_product_attention, soft_dictionary_lookup
 from .variant import Variant
 
 __all__ = ["Variant", "MISTAKES", "CORRECT_VARIANTS"]
@@ -21,10 +21,12 @@ MISTAKES: dict[str, list[Variant]] = {
     "02_dot_product_attention": dot_product_attention.MISTAKES,
     "03_scaled_dot_product_attention": scaled_dot_product_attention.MISTAKES,
     "04_masking": masking.MISTAKES,
+    "05_multi_head_attention": multi_head_attention.MISTAKES,
 }
 CORRECT_VARIANTS: dict[str, list[Variant]] = {
     "01_soft_dictionary_lookup": soft_dictionary_lookup.CORRECT_VARIANTS,
     "02_dot_product_attention": dot_product_attention.CORRECT_VARIANTS,
     "03_scaled_dot_product_attention": scaled_dot_product_attention.CORRECT_VARIANTS,
     "04_masking": masking.CORRECT_VARIANTS,
+    "05_multi_head_attention": multi_head_attention.CORRECT_VARIANTS,
 }
