@@ -1,0 +1,103 @@
+"""Peak tensor memory of a piece of PyTorch code, measured the same way on any machine.
+
+``torch.cuda.max_memory_allocated`` has no CPU twin, and the process's resident size is
+blurred by the allocator (freed memory is kept for reuse). So we count what PyTorch itself
+creates: every ATen operation that runs inside ``track_tensor_memory`` reports its output
+tensors, and we add up the bytes of the storages that are alive at the same moment.
+A storage is freed when the last tensor that uses it is gone. Views share their base's
+storage and cost nothing extra.
+
+What it does not see: scratch buffers that a fused kernel allocates internally (PyTorch's
+CPU flash-attention kernel keeps a few small per-thread tiles) and tensors created before
+the block began (the inputs). Both are what "the memory of this step" should leave out,
+or nearly so; the notebooks say so where it matters.
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._pytree import tree_leaves
+
+
+@dataclass
+class MemoryReport:
+    """Bytes of tensor storage alive at once while a block ran (inputs not counted)."""
+
+    peak_bytes: int = 0
+    live_bytes: int = 0
+    largest_tensor_bytes: int = 0
+    _owners: dict[int, int] = field(default_factory=dict)  # storage address -> live tensors using it
+    _sizes: dict[int, int] = field(default_factory=dict)  # storage address -> bytes
+
+    @property
+    def peak_mib(self) -> float:
+        return self.peak_bytes / 2**20
+
+    def _adopt(self, tensor: torch.Tensor) -> None:
+        storage = tensor.untyped_storage()
+        address, size = storage.data_ptr(), storage.nbytes()
+        if size == 0:
+            return
+        if address not in self._owners:
+            self._owners[address] = 0
+            self._sizes[address] = size
+            self.live_bytes += size
+            self.peak_bytes = max(self.peak_bytes, self.live_bytes)
+            self.largest_tensor_bytes = max(self.largest_tensor_bytes, size)
+        self._owners[address] += 1
+        # PyTorch keeps a tensor's Python object alive as long as the tensor itself lives,
+        # so this runs when the tensor is really gone, not when a Python name is dropped.
+        weakref.finalize(tensor, self._release, address)
+
+    def _release(self, address: int) -> None:
+        self._owners[address] -= 1
+        if self._owners[address] == 0:
+            del self._owners[address]
+            self.live_bytes -= self._sizes.pop(address)
+
+
+class _Recorder(TorchDispatchMode):
+    def __init__(self, report: MemoryReport, known: set[int]) -> None:
+        super().__init__()
+        self.report = report
+        self.known = known  # storages that existed before the block: the inputs
+
+    def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+        out = func(*args, **(kwargs or {}))
+        for leaf in tree_leaves(out):
+            if isinstance(leaf, torch.Tensor) and leaf.device.type != "meta":
+                if leaf.untyped_storage().data_ptr() not in self.known:
+                    self.report._adopt(leaf)
+        return out
+
+
+@contextmanager
+def track_tensor_memory(*existing: Any) -> Iterator[MemoryReport]:
+    """Count the tensor bytes created inside the block; ``existing`` tensors are not counted.
+
+    >>> with track_tensor_memory(q, k, v) as report:
+    ...     out = attention(q, k, v)
+    >>> report.peak_bytes
+    """
+    known = {t.untyped_storage().data_ptr() for t in tree_leaves(existing) if isinstance(t, torch.Tensor)}
+    report = MemoryReport()
+    with _Recorder(report, known):
+        yield report
+
+
+def peak_tensor_bytes(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> int:
+    """Peak bytes of tensors alive at once while ``fn(*args, **kwargs)`` ran, inputs excluded.
+
+    The result is kept until the end of the measurement, as a caller would keep it.
+    """
+    with torch.no_grad(), track_tensor_memory(args, kwargs) as report:
+        result = fn(*args, **kwargs)
+    del result
+    return report.peak_bytes

@@ -1,0 +1,31 @@
+"""benchmarks/complexity.py runs, measures what it says, and writes its figures as JSON."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_complexity_benchmark_quick_run_writes_consistent_figures(tmp_path: Path) -> None:
+    out = tmp_path / "complexity.json"
+    run = subprocess.run([sys.executable, str(REPO_ROOT / "benchmarks" / "complexity.py"), "--quick", "--json", str(out)],
+                         capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert run.returncode == 0, run.stderr
+    figures = json.loads(out.read_text())
+    rows = figures["rows"]
+    assert {(row["method"], row["T"]) for row in rows} == {(m, T) for m in ("naive", "chunked", "builtin") for T in (256, 512, 1024)}
+    for row in rows:
+        assert row["seconds"] > 0, row
+        assert row["max_abs_diff_vs_builtin"] < 1e-5, f"{row['method']} at T={row['T']} disagrees with the built-in"
+    peak = {(row["method"], row["T"]): row["peak_tensor_bytes"] for row in rows}
+    for T in (256, 512, 1024):
+        assert peak[("naive", T)] == 2 * T * T * 4, "naive attention holds the scores and the weights at its peak"
+    # chunk 128: the chunked peak grows about linearly in T, the naive one quadratically.
+    assert peak[("chunked", 1024)] < 2.5 * peak[("chunked", 512)]
+    assert figures["verdict"]["T"] == 1024
+    assert figures["verdict"]["naive_over_chunked_peak_memory"] > 4
+    assert "at T=1024: chunked peak memory" in run.stdout

@@ -1,0 +1,89 @@
+"""course_utils.memory and course_utils.timing: the measurements notebook 06 and the benchmark rely on."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+import torch
+
+from course_utils.memory import peak_tensor_bytes, track_tensor_memory
+from course_utils.timing import median_seconds
+
+MIB = 2**20
+
+
+def test_one_new_tensor_is_counted_once_and_inputs_are_not():
+    x = torch.zeros(256, 1024)  # 1 MiB, created before the block: not counted
+    peak = peak_tensor_bytes(lambda t: t + 1, x)
+    assert peak == MIB
+
+
+def test_views_share_their_base_storage():
+    def make_views(x):
+        y = x * 2                      # 1 MiB
+        return y[:10], y.view(-1), y.T  # views: no new storage
+
+    assert peak_tensor_bytes(make_views, torch.zeros(256, 1024)) == MIB
+
+
+def test_freed_temporaries_do_not_add_up_but_live_ones_do():
+    x = torch.zeros(256, 1024)
+
+    def one_at_a_time(t):
+        total = torch.zeros(())
+        for _ in range(4):
+            total = total + (t * 2).sum()  # each 1 MiB temporary dies before the next
+        return total
+
+    def all_at_once(t):
+        kept = [t * 2 for _ in range(4)]  # four 1 MiB tensors alive together
+        return sum(k.sum() for k in kept)
+
+    assert MIB <= peak_tensor_bytes(one_at_a_time, x) < 1.1 * MIB
+    assert 4 * MIB <= peak_tensor_bytes(all_at_once, x) < 4.1 * MIB
+
+
+def test_in_place_ops_allocate_nothing_new():
+    x = torch.zeros(256, 1024)
+    assert peak_tensor_bytes(lambda t: t.add_(1).mul_(2), x) == 0
+
+
+def test_report_tracks_live_bytes_and_largest_tensor():
+    x = torch.zeros(8)
+    with track_tensor_memory(x) as report:
+        big = torch.zeros(1024, 1024)        # 4 MiB
+        small = torch.ones(1024)             # 4 KiB
+        del big
+    assert report.largest_tensor_bytes == 4 * MIB
+    assert report.peak_bytes == 4 * MIB + 4096
+    assert report.live_bytes == 4096, "the small tensor is still alive, the big one is not"
+    del small
+
+
+def test_quadratic_attention_peaks_at_two_score_matrices():
+    T, d = 512, 16
+    q = torch.randn(1, T, d)
+
+    def naive(q):
+        return torch.softmax(q @ q.transpose(-2, -1), dim=-1) @ q
+
+    scores = T * T * 4
+    assert 2 * scores <= peak_tensor_bytes(naive, q) <= 2 * scores + 2 * T * d * 4
+
+
+def test_median_seconds_measures_the_call_and_skips_warmup():
+    calls = []
+
+    def slow(delay):
+        calls.append(delay)
+        time.sleep(0.05 if len(calls) == 1 else delay)  # only the warm-up call is slow
+
+    took = median_seconds(slow, 0.01, repeats=3, warmup=1)
+    assert len(calls) == 4
+    assert 0.009 <= took < 0.04
+
+
+def test_median_seconds_rejects_zero_repeats():
+    with pytest.raises(ValueError, match="repeats"):
+        median_seconds(lambda: None, repeats=0)
