@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import ast
 import json
+import linecache
 import os
 import types
 from pathlib import Path
@@ -103,6 +104,10 @@ def load_solution(assignment: str) -> types.ModuleType:
         module = types.ModuleType(f"solution_{assignment}")
         module.__file__ = str(path)
         code = top_level_imports(notebook) + "\n\n" + "\n\n".join(solution_cells(notebook).values())
-        exec(compile(code, str(path), "exec"), module.__dict__)  # noqa: S102 - instructor's own code
+        # Register the source under its own name, as IPython does for cells, so that tools which
+        # read a function's source (inspect.getsource, triton.jit, tracebacks) find these lines.
+        filename = f"<solution {assignment}>"
+        linecache.cache[filename] = (len(code), None, code.splitlines(keepends=True), filename)
+        exec(compile(code, filename, "exec"), module.__dict__)  # noqa: S102 - instructor's own code
         _cache[path] = module
     return _cache[path]

@@ -10,7 +10,7 @@ correct variant gets full marks.
 
 from __future__ import annotations
 
-from . import complexity, dot_product_attention, masking, multi_head_attention, scaled_dot_product_attention, soft_dictionary_lookup
+from . import complexity, dot_product_attention, fused_attention, masking, multi_head_attention, scaled_dot_product_attention, soft_dictionary_lookup
 from .variant import Variant
 
 __all__ = ["Variant", "MISTAKES", "CORRECT_VARIANTS"]
@@ -23,6 +23,7 @@ MISTAKES: dict[str, list[Variant]] = {
     "04_masking": masking.MISTAKES,
     "05_multi_head_attention": multi_head_attention.MISTAKES,
     "06_complexity": complexity.MISTAKES,
+    "07_fused_attention": fused_attention.MISTAKES,
 }
 CORRECT_VARIANTS: dict[str, list[Variant]] = {
     "01_soft_dictionary_lookup": soft_dictionary_lookup.CORRECT_VARIANTS,
@@ -31,4 +32,5 @@ CORRECT_VARIANTS: dict[str, list[Variant]] = {
     "04_masking": masking.CORRECT_VARIANTS,
     "05_multi_head_attention": multi_head_attention.CORRECT_VARIANTS,
     "06_complexity": complexity.CORRECT_VARIANTS,
+    "07_fused_attention": fused_attention.CORRECT_VARIANTS,
 }

@@ -1,0 +1,99 @@
+"""Notebook 07: the mistakes students make, and correct answers written differently."""
+
+from __future__ import annotations
+
+from .variant import Variant
+
+SOFTMAX = "online_softmax"
+FLASH = "flash_attention_forward"
+TRITON = "flash_attention_triton"
+FLASH_OUTPUTS = ("test_flash_attention_forward", "test_flash_attention_forward_causal")
+TRITON_OUTPUTS = ("test_flash_attention_triton", "test_flash_attention_triton_causal")
+
+MISTAKES = [
+    Variant("online_softmax never rescales the running sum when the max grows", SOFTMAX,
+            edits=(("running_sum * torch.exp(running_max - shift)", "running_sum"),),
+            loses=("test_online_softmax", "test_online_softmax_is_stable")),
+    Variant("online_softmax without the running max (exp overflows)", SOFTMAX, source='''
+def online_softmax(x, block_size):
+    if block_size < 1:
+        raise ValueError("block_size must be at least 1")
+    total = torch.zeros(*x.shape[:-1], 1, dtype=x.dtype)
+    for start in range(0, x.shape[-1], block_size):
+        total = total + torch.exp(x[..., start:start + block_size]).sum(dim=-1, keepdim=True)
+    return torch.exp(x) / total
+''', loses=("test_online_softmax_is_stable",)),
+    Variant("online_softmax turns a leading -inf block into NaN", SOFTMAX,
+            edits=(('shift = torch.where(new_max == float("-inf"), 0.0, new_max)', "shift = new_max"),),
+            loses=("test_online_softmax_is_stable",)),
+    Variant("flash_attention_forward does not rescale the accumulator", FLASH,
+            edits=(("acc = acc * correction[..., None] + p @ V", "acc = acc + p @ V"),), loses=FLASH_OUTPUTS),
+    Variant("flash_attention_forward returns the running max as L, without log(l)", FLASH,
+            edits=(("L[..., q_start:q_stop] = m + torch.log(l)", "L[..., q_start:q_stop] = m"),), loses=FLASH_OUTPUTS),
+    Variant("flash_attention_forward drops the ragged last query block", FLASH,
+            edits=(("for q_start in range(0, T_q, block_q):", "for q_start in range(0, T_q - block_q + 1, block_q):"),),
+            loses=FLASH_OUTPUTS),
+    Variant("flash_attention_forward builds the causal mask relative to the tile", FLASH,
+            edits=(("rows = torch.arange(q_start, q_stop, device=Q.device)[:, None]",
+                    "rows = torch.arange(q_stop - q_start, device=Q.device)[:, None]"),
+                   ("torch.arange(k_start, k_stop, device=Q.device) > rows", "torch.arange(k_stop - k_start, device=Q.device) > rows")),
+            loses=("test_flash_attention_forward_causal",)),
+    Variant("flash_attention_forward accumulates in the input dtype", FLASH,
+            edits=(("acc_dtype = torch.float64 if Q.dtype == torch.float64 else torch.float32", "acc_dtype = Q.dtype"),),
+            loses=("test_flash_attention_forward",)),
+    Variant("flash_attention_forward computes the tiles past the diagonal and masks them", FLASH,
+            edits=(("k_stop_all = min(T_k, q_stop) if is_causal else T_k", "k_stop_all = T_k"),),
+            loses=("test_flash_attention_forward_skips_masked_blocks",)),
+    Variant("flash_attention_forward tiles only the queries (full rows of scores)", FLASH,
+            edits=(("T_q, T_k = Q.shape[-2], K.shape[-2]", "T_q, T_k = Q.shape[-2], K.shape[-2]\n    block_k = T_k"),),
+            loses=("test_flash_attention_forward_tiles", "test_flash_attention_forward_skips_masked_blocks")),
+    Variant("the Triton kernel does not mask keys past T_k", TRITON,
+            edits=(("allowed = keys[None, :] < T_k", "allowed = keys[None, :] >= 0"),), loses=TRITON_OUTPUTS),
+    Variant("the Triton kernel uses exp on scores scaled for exp2", TRITON,
+            edits=(("tl.exp2(", "tl.exp("),), loses=TRITON_OUTPUTS),
+]
+
+CORRECT_VARIANTS = [
+    Variant("online_softmax with a running logsumexp (logaddexp)", SOFTMAX, source='''
+def online_softmax(x, block_size):
+    if block_size < 1:
+        raise ValueError("block_size must be at least 1")
+    lse = torch.full((*x.shape[:-1], 1), float("-inf"), dtype=torch.float64)
+    for block in x.split(block_size, dim=-1):
+        lse = torch.logaddexp(lse, block.double().logsumexp(dim=-1, keepdim=True))
+    return torch.exp(x.double() - lse).to(x.dtype)
+'''),
+    Variant("flash_attention_forward with einsum, float64 accumulators and tril offsets", FLASH, source='''
+def flash_attention_forward(Q, K, V, is_causal=False, scale=None, block_q=64, block_k=64):
+    if block_q < 1 or block_k < 1:
+        raise ValueError("block sizes must be at least 1")
+    T_q, T_k = Q.shape[-2], K.shape[-2]
+    scale = Q.shape[-1] ** -0.5 if scale is None else scale
+    outs, lses = [], []
+    for q_start in range(0, T_q, block_q):
+        q = Q[..., q_start:q_start + block_q, :].double() * scale
+        n = q.shape[-2]
+        m = torch.full(q.shape[:-1], -math.inf, dtype=torch.float64)
+        l = torch.zeros_like(m)
+        acc = torch.zeros(*q.shape[:-1], V.shape[-1], dtype=torch.float64)
+        last_key = min(T_k, q_start + n) if is_causal else T_k
+        for k_start in range(0, last_key, block_k):
+            k = K[..., k_start:k_start + block_k, :].double()
+            s = torch.einsum("...qd,...kd->...qk", q, k)
+            if is_causal:
+                s = s.masked_fill(~torch.ones(n, k.shape[-2], dtype=torch.bool).tril(q_start - k_start), -math.inf)
+            m_new = torch.maximum(m, s.amax(dim=-1))
+            p = torch.exp(s - m_new[..., None])
+            c = torch.exp(m - m_new)
+            l = l * c + p.sum(dim=-1)
+            acc = acc * c[..., None] + torch.einsum("...qk,...kd->...qd", p, V[..., k_start:k_start + block_k, :].double())
+            m = m_new
+        outs.append((acc / l[..., None]).to(Q.dtype))
+        lses.append(m + torch.log(l))
+    L = torch.cat(lses, dim=-1)
+    return torch.cat(outs, dim=-2), L if Q.dtype == torch.float64 else L.float()
+'''),
+    Variant("the Triton kernel with natural-base exp", TRITON,
+            edits=(("s = tl.dot(q, k) * scale_log2e", "s = tl.dot(q, k) * (scale_log2e * 0.6931471805599453)"),
+                   ("tl.exp2(", "tl.exp(")), ),
+]
