@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import platform
 import sys
@@ -31,8 +30,6 @@ from collections.abc import Callable
 from pathlib import Path
 
 import torch
-import torch.nn.functional as F
-from torch.nn.attention import SDPBackend, sdpa_kernel
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO_ROOT))  # run from a checkout without installing
@@ -42,21 +39,12 @@ from course_utils.memory import peak_tensor_bytes  # noqa: E402
 from course_utils.reference import load_solution  # noqa: E402
 from course_utils.timing import median_seconds  # noqa: E402
 
+from baselines import naive_attention, sdpa_flash as builtin_attention  # noqa: E402
+
 MEMORY_TARGET = 8.0  # chunked peak at least 8x below naive at the largest T
 TIME_TARGET = 1.5  # chunked no slower than 1.5x naive
 
 Attention = Callable[[torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor]
-
-
-def naive_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
-    """softmax(q k^T / sqrt(d)) v with the whole [..., T, T] score matrix in memory."""
-    weights = torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1]), dim=-1)
-    return weights @ v
-
-
-def builtin_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
-    with sdpa_kernel(SDPBackend.FLASH_ATTENTION):  # the fused CPU kernel; fail rather than fall back
-        return F.scaled_dot_product_attention(q, k, v)
 
 
 def measure(methods: dict[str, Attention], lengths: list[int], heads: int, d: int, repeats: int) -> list[dict]:

@@ -29,3 +29,28 @@ def test_complexity_benchmark_quick_run_writes_consistent_figures(tmp_path: Path
     assert figures["verdict"]["T"] == 1024
     assert figures["verdict"]["naive_over_chunked_peak_memory"] > 4
     assert "at T=1024: chunked peak memory" in run.stdout
+
+
+def test_fused_attention_benchmark_quick_run_checks_the_kernel(tmp_path: Path) -> None:
+    out = tmp_path / "fused.json"
+    run = subprocess.run([sys.executable, str(REPO_ROOT / "benchmarks" / "fused_attention.py"), "--quick", "--json", str(out)],
+                         capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert run.returncode == 0, run.stderr
+    figures = json.loads(out.read_text())
+    assert figures["device"], "every figure records its device"
+    methods = {row["method"] for row in figures["rows"]}
+    assert "triton (notebook 07)" in methods and "naive" in methods
+    assert {row["causal"] for row in figures["rows"]} == {False, True}
+    for row in figures["rows"]:
+        assert row["max_abs_diff_vs_sdpa_fp32"] < 1e-4, f"{row['method']} (causal={row['causal']}) disagrees with SDPA"
+
+
+def test_fused_attention_benchmark_refuses_a_full_run_without_a_gpu(tmp_path: Path) -> None:
+    import torch
+
+    if torch.cuda.is_available():
+        return  # with a GPU the full run is the point
+    run = subprocess.run([sys.executable, str(REPO_ROOT / "benchmarks" / "fused_attention.py")],
+                         capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert run.returncode == 2
+    assert "No CUDA GPU" in run.stdout
