@@ -38,19 +38,14 @@ def test_fused_attention_benchmark_quick_run_checks_the_kernel(tmp_path: Path) -
     assert run.returncode == 0, run.stderr
     figures = json.loads(out.read_text())
     assert figures["device"], "every figure records its device"
-    methods = {row["method"] for row in figures["rows"]}
-    assert "triton (notebook 07)" in methods and "naive" in methods
-    assert {row["causal"] for row in figures["rows"]} == {False, True}
-    for row in figures["rows"]:
-        assert row["max_abs_diff_vs_sdpa_fp32"] < 1e-4, f"{row['method']} (causal={row['causal']}) disagrees with SDPA"
-
-
-def test_fused_attention_benchmark_refuses_a_full_run_without_a_gpu(tmp_path: Path) -> None:
-    import torch
-
-    if torch.cuda.is_available():
-        return  # with a GPU the full run is the point
-    run = subprocess.run([sys.executable, str(REPO_ROOT / "benchmarks" / "fused_attention.py")],
-                         capture_output=True, text=True, timeout=120, cwd=tmp_path)
-    assert run.returncode == 2
-    assert "No CUDA GPU" in run.stdout
+    rows = figures["rows"]
+    assert {row["causal"] for row in rows} == {False, True}
+    for row in rows:
+        assert row["max_abs_diff_vs_sdpa_fp32"] < 1e-4, f"{row['method']} (causal={row['causal']}, T={row['T']}) disagrees with SDPA"
+    methods = {row["method"] for row in rows}
+    if "triton (interpreter)" in methods:  # the CPU run: tiles against naive in memory, and the kernel checked once
+        peak = {(row["method"], row["T"], row["causal"]): row["peak_tensor_bytes"] for row in rows}
+        assert peak[("pytorch tiles (nb 07)", 512, False)] < peak[("naive", 512, False)] / 3
+        assert peak[("naive", 512, False)] == 4 * 2 * 512 * 512 * 4, "naive holds scores and weights for 4 heads"
+    else:
+        assert "triton (notebook 07)" in methods
