@@ -7,6 +7,9 @@ import sys
 import time
 from pathlib import Path
 
+from .intake import DEFAULT_STUDENT_PATTERN
+from .settings import CELL_TIMEOUT_S, MEMORY_LIMIT_BYTES
+
 
 def _require_instructor_tools() -> None:
     try:
@@ -43,12 +46,18 @@ def _grade(args: argparse.Namespace) -> int:
             assignments=[args.assignment] if args.assignment else None,
             feedback=not args.no_feedback,
             jobs=args.jobs,
+            scheduler=args.scheduler,
+            student_pattern=args.student_pattern,
+            cell_timeout=args.cell_timeout,
+            memory_limit=int(args.memory_limit * 2**30) if args.memory_limit > 0 else None,
+            reuse=not args.regrade,
         )
     except ValueError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
     print(format_table(report))
-    print(f"\n{len(report.grades)} grade row(s) in {time.monotonic() - started:.0f} s; written to {Path(args.out) / 'grades.csv'}")
+    reused = f" ({report.reused} unchanged since the last run, not graded again)" if report.reused else ""
+    print(f"\n{len(report.grades)} grade row(s){reused} in {time.monotonic() - started:.0f} s; written to {Path(args.out) / 'grades.csv'}")
     return 0
 
 
@@ -70,11 +79,23 @@ def main(argv: list[str] | None = None) -> int:
     release.set_defaults(run=_release)
 
     grade = commands.add_parser("grade", help="autograde a folder with one sub-folder per student")
-    grade.add_argument("submissions", help="folder of student folders, each holding notebooks named as released")
+    grade.add_argument("submissions", help="a folder of student folders, a flat folder of downloaded notebooks, or a .zip of either")
     grade.add_argument("--out", required=True, help="where grades.csv, tests.csv and feedback/ are written")
     grade.add_argument("--assignment", help="grade only this assignment (default: every one handed in)")
     grade.add_argument("--no-feedback", action="store_true", help="skip the HTML feedback")
     grade.add_argument("--jobs", type=int, default=1, help="grade this many submissions at a time (default 1)")
+    grade.add_argument("--scheduler", help="grade on a Dask cluster instead: the scheduler's address, e.g. tcp://10.0.0.5:8786")
+    grade.add_argument(
+        "--student-pattern",
+        default=DEFAULT_STUDENT_PATTERN,
+        help="regular expression with a (?P<student>...) group that reads the student from a file or folder name "
+        "(default: LMS names like smith_12345_67890_…)",
+    )
+    grade.add_argument("--cell-timeout", type=int, default=CELL_TIMEOUT_S, help=f"seconds a cell may run (default {CELL_TIMEOUT_S})")
+    grade.add_argument(
+        "--memory-limit", type=float, default=MEMORY_LIMIT_BYTES / 2**30, help="GiB of data per notebook kernel; 0: no limit (default %(default)g)"
+    )
+    grade.add_argument("--regrade", action="store_true", help="grade everything again, even submissions unchanged since the last run into --out")
     grade.set_defaults(run=_grade)
 
     demo = commands.add_parser("demo", help="grade a small synthetic class and print the score table")

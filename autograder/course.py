@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
 
-from .settings import SOLUTIONS_DIR, course_config, put_environment_on_path
+from .settings import CELL_TIMEOUT_S, SOLUTIONS_DIR, course_config, put_environment_on_path
 
 ASSIGNMENT_NAME = re.compile(r"^\d{2}_[a-z0-9_]+$")
 
@@ -42,6 +42,8 @@ class ScratchCourse:
 
     root: Path
     solutions_dir: Path
+    cell_timeout: int = CELL_TIMEOUT_S
+    memory_limit: int | None = None
 
     @property
     def db_path(self) -> Path:
@@ -53,7 +55,14 @@ class ScratchCourse:
         from nbgrader.auth import Authenticator
         from nbgrader.coursedir import CourseDirectory
 
-        config = course_config(self.root, db_path=self.db_path, source_dir=self.solutions_dir, release_dir=release_dir)
+        config = course_config(
+            self.root,
+            db_path=self.db_path,
+            source_dir=self.solutions_dir,
+            release_dir=release_dir,
+            cell_timeout=self.cell_timeout,
+            memory_limit=self.memory_limit,
+        )
         coursedir = CourseDirectory(config=config)
         api = NbGraderAPI(coursedir, Authenticator(config=config), config=config)
         api.log.setLevel(logging.ERROR)
@@ -92,7 +101,13 @@ def summarize_log(log: str, limit: int = 300) -> str:
 
 
 @contextlib.contextmanager
-def scratch_course(solutions_dir: Path = SOLUTIONS_DIR, keep: Path | None = None) -> Iterator[ScratchCourse]:
+def scratch_course(
+    solutions_dir: Path = SOLUTIONS_DIR,
+    keep: Path | None = None,
+    *,
+    cell_timeout: int = CELL_TIMEOUT_S,
+    memory_limit: int | None = None,
+) -> Iterator[ScratchCourse]:
     """A fresh nbgrader course whose source folder is (a copy of) the solutions.
 
     The solutions are copied so that a later edit of the repository cannot change
@@ -110,7 +125,7 @@ def scratch_course(solutions_dir: Path = SOLUTIONS_DIR, keep: Path | None = None
         with warnings.catch_warnings():
             # nbgrader 0.9 trips SQLAlchemy 2's autoflush warnings on every autograde; they are harmless.
             warnings.filterwarnings("ignore", message=r".*not in session.*")
-            yield ScratchCourse(root=root, solutions_dir=source)
+            yield ScratchCourse(root=root, solutions_dir=source, cell_timeout=cell_timeout, memory_limit=memory_limit)
     finally:
         os.chdir(previous_cwd)
         if saved is None:

@@ -1,136 +1,49 @@
-"""``grade``: autograde a folder of submissions and write grades, per-test scores and feedback.
+"""``grade``: autograde what a class handed in; write grades, per-test scores and feedback.
 
-SUBMISSIONS holds one folder per student with that student's notebooks, named as
-released (``01_soft_dictionary_lookup.ipynb``). Everything runs in a scratch nbgrader
-course; SUBMISSIONS and the repository are only read. Every (student, assignment)
-pair gets a row in ``grades.csv``, with a status that says why when it could not be
-graded, and the run goes on.
+SUBMISSIONS is a folder of student folders, a flat folder of downloaded files, or a zip
+(``autograder.intake`` places each file). Every (student, assignment) pair gets a row in
+``grades.csv`` with a status that says why when it could not be graded, and the run goes
+on. Grading runs in scratch nbgrader courses: SUBMISSIONS and the repository are only read.
+
+Submissions travel to the workers as bytes and feedback comes back as bytes, so the same
+tasks run in-process, in a local process pool (``jobs``) or on a Dask cluster
+(``scheduler``), with the same results.
 """
 
 from __future__ import annotations
 
 import csv
+import hashlib
 import json
-import multiprocessing
-import os
-import re
-import shutil
 import sys
-from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures import as_completed
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator
+from typing import Iterator
 
-from course_utils.reference import is_test_cell, nbgrader_meta
-
-from .course import NbgraderError, ScratchCourse, failure_reason, list_assignments, scratch_course
-from .settings import SOLUTIONS_DIR
+from .course import list_assignments
+from .executors import grading_executor
+from .intake import DEFAULT_STUDENT_PATTERN, Handin, Intake, opened, take_in
+from .settings import CELL_TIMEOUT_S, MEMORY_LIMIT_BYTES, REPO_ROOT, SOLUTIONS_DIR
+from .worker import AssignmentSpec, GradeRow, GradingBatch, GradingOptions, Submission, TestRow, snapshot
 
 GRADES_CSV = "grades.csv"
 TESTS_CSV = "tests.csv"
 FEEDBACK_DIR = "feedback"
-
-
-@dataclass(frozen=True)
-class GradeRow:
-    student_id: str
-    assignment: str
-    score: float
-    max_score: float
-    status: str
-
-
-@dataclass(frozen=True)
-class TestRow:
-    student_id: str
-    assignment: str
-    test: str
-    score: float
-    max_score: float
+CACHE_FILE = ".grading-cache.json"
 
 
 @dataclass
 class GradingReport:
     grades: list[GradeRow] = field(default_factory=list)
     tests: list[TestRow] = field(default_factory=list)
+    reused: int = 0  # pairs whose rows came from an earlier run: nothing they depend on changed
 
     def row_of(self, student_id: str, assignment: str) -> GradeRow:
         return next(r for r in self.grades if r.student_id == student_id and r.assignment == assignment)
 
     def tests_of(self, student_id: str, assignment: str) -> dict[str, float]:
         return {r.test: r.score for r in self.tests if r.student_id == student_id and r.assignment == assignment}
-
-
-class SubmissionProblem(Exception):
-    """A submission that cannot be graded; the message becomes its status."""
-
-
-@dataclass(frozen=True)
-class AssignmentSpec:
-    """What the source notebook says an assignment is worth, test by test."""
-
-    name: str
-    tests: dict[str, float]  # grade_id -> points, in notebook order
-
-    @property
-    def max_score(self) -> float:
-        return float(sum(self.tests.values()))
-
-    @classmethod
-    def load(cls, solutions_dir: Path, name: str) -> "AssignmentSpec":
-        notebook = json.loads((solutions_dir / name / f"{name}.ipynb").read_text(encoding="utf-8"))
-        tests = {nbgrader_meta(c)["grade_id"]: float(nbgrader_meta(c).get("points", 0)) for c in notebook["cells"] if is_test_cell(c)}
-        return cls(name=name, tests=tests)
-
-
-# nbgrader treats student ids as path globs and strips spaces around them: keep ids plain.
-SAFE_STUDENT_ID = re.compile(r"^[A-Za-z0-9@._-]+( [A-Za-z0-9@._-]+)*$")
-
-# Student code that reaches for the instructor's solutions, which the grading kernel can see.
-SOLUTION_ACCESS = re.compile(r"load_solution|COURSE_SOLUTIONS_DIR|course_utils\.reference|course_utils import reference")
-
-
-def find_students(submissions: Path) -> list[str]:
-    """One student per sub-folder of ``submissions`` (hidden folders skipped), sorted."""
-    students = sorted(p.name for p in submissions.iterdir() if p.is_dir() and not p.name.startswith("."))
-    if not students:
-        raise ValueError(f"no student folders in {submissions}: it must hold one sub-folder per student")
-    return students
-
-
-def submitted_assignments(submissions: Path, students: Iterable[str], known: list[str]) -> list[str]:
-    """The known assignments that some student handed in, also under a mangled name ('Copy of …')."""
-    stems = [p.stem for s in students for p in (submissions / s).glob("*.ipynb")]
-    return [a for a in known if any(a in stem for stem in stems)]
-
-
-def read_submission(path: Path, spec: AssignmentSpec) -> None:
-    """Raise SubmissionProblem unless ``path`` is a notebook that nbgrader can grade."""
-    import nbformat
-
-    if not path.is_file():
-        near = sorted(p.name for p in path.parent.glob("*.ipynb") if spec.name in p.stem)
-        hint = f" (found {', '.join(near)}; rename it to {path.name})" if near else ""
-        raise SubmissionProblem(f"missing: no {path.name}{hint}")
-    try:
-        # No strict schema validation: nbgrader's own sanitising step copes with stray output keys.
-        notebook = nbformat.read(path, as_version=4)
-    except Exception as error:  # noqa: BLE001 - any parse failure is the student's file, not us
-        raise SubmissionProblem(f"unreadable: not a valid notebook ({type(error).__name__}: {str(error)[:200]})") from None
-    if not notebook.get("cells"):
-        raise SubmissionProblem("unreadable: the notebook has no cells")
-    graded_ids = {nbgrader_meta(c).get("grade_id") for c in notebook.cells}
-    if not graded_ids & set(spec.tests):
-        raise SubmissionProblem(
-            "no grading metadata: none of the notebook's cells carry nbgrader metadata "
-            "(was it re-saved by an editor that strips cell metadata?)"
-        )
-    for cell in notebook.cells:
-        if cell.get("cell_type") == "code" and not nbgrader_meta(cell).get("grade") and SOLUTION_ACCESS.search(cell.get("source", "")):
-            raise SubmissionProblem(
-                "rejected: the notebook's own code reaches for the instructor's solutions "
-                "(load_solution / COURSE_SOLUTIONS_DIR); review it by hand"
-            )
 
 
 def grade(
@@ -142,149 +55,170 @@ def grade(
     feedback: bool = True,
     progress: bool = True,
     jobs: int = 1,
+    scheduler: str | None = None,
+    student_pattern: str = DEFAULT_STUDENT_PATTERN,
+    cell_timeout: int = CELL_TIMEOUT_S,
+    memory_limit: int | None = MEMORY_LIMIT_BYTES,
+    reuse: bool = True,
 ) -> GradingReport:
-    """Grade every student folder in ``submissions``; write CSVs and feedback under ``out``.
+    """Grade everything in ``submissions``; write CSVs and feedback under ``out``.
 
-    ``jobs`` > 1 grades in that many processes, each with its own scratch course; the
-    scores and the order of the rows are the same as with one. The workers are spawned, so
-    a script that calls this with ``jobs`` > 1 needs the ``if __name__ == "__main__":`` guard.
+    ``jobs`` > 1 grades in that many local processes, each with its own scratch course;
+    ``scheduler`` (a Dask scheduler address) sends the same tasks to a Dask cluster. The
+    scores and the order of the rows are the same either way. With ``reuse``, a pair whose
+    notebook, solutions, grader code and options are unchanged since the last run into
+    ``out`` keeps its rows and feedback and is not graded again. Local workers are spawned,
+    so a script that passes ``jobs`` > 1 needs the ``if __name__ == "__main__":`` guard.
     """
     submissions, out = submissions.resolve(), out.resolve()
-    if not submissions.is_dir():
-        raise ValueError(f"submissions folder not found: {submissions}")
-    if out == submissions or submissions in out.parents or out in submissions.parents:
-        raise ValueError(f"--out ({out}) and the submissions folder ({submissions}) must not contain each other")
-    if out.exists() and not out.is_dir():
-        raise ValueError(f"--out {out} exists and is not a folder")
-    if not solutions_dir.is_dir():
-        raise ValueError(f"no solutions folder at {solutions_dir}: run the autograder from a checkout of the course repository")
+    _check_paths(submissions, out, solutions_dir)
     known = list_assignments(solutions_dir)
     unknown = sorted(set(assignments or []) - set(known))
     if unknown:
         raise ValueError(f"unknown assignment(s) {unknown}; the course has {known}")
-    students = find_students(submissions)
-    names = assignments or submitted_assignments(submissions, students, known) or known
-    specs = {name: AssignmentSpec.load(solutions_dir, name) for name in names}
-    out.mkdir(parents=True, exist_ok=True)
-    shutil.rmtree(out / FEEDBACK_DIR, ignore_errors=True)  # feedback from an earlier run would go stale
+    all_specs = {name: AssignmentSpec.load(solutions_dir, name) for name in known}
+    functions = {name: set(spec.functions) for name, spec in all_specs.items()}
+    options = GradingOptions(cell_timeout=cell_timeout, memory_limit=memory_limit, feedback=feedback)
 
-    pairs = [(s, n) for s in students for n in names]
-    batch = GradingBatch(solutions_dir, submissions, specs, out / FEEDBACK_DIR if feedback else None)
+    with opened(submissions) as root:
+        intake = take_in(root, known, functions, student_pattern)
+        names = assignments or sorted({a for _, a in intake.chosen}) or known
+        specs = {name: all_specs[name] for name in names}
+        pairs = [(s, n) for s in intake.students for n in names]
+        if not pairs:
+            raise ValueError(f"no notebooks found in {submissions}: it must hold student folders, notebooks or a zip of them")
+        todo = [_submission(intake, student, name) for student, name in pairs]
+        unplaced = [_unplaced_row(h, why, all_specs) for h, why in intake.unplaced]
+
+    out.mkdir(parents=True, exist_ok=True)
+    cache = GradingCache(out / CACHE_FILE, fingerprint(solutions_dir, options))
     report = GradingReport()
-    for part in _run_batches(batch, pairs, jobs=jobs, progress=progress):
-        report.grades += part.grades
-        report.tests += part.tests
-    # The same order whatever the number of workers: students, then assignments in course order.
+    fresh = []
+    for submission in todo:
+        hit = cache.get(submission) if reuse else None
+        if hit is None:
+            fresh.append(submission)
+        else:
+            report.grades.append(hit[0])
+            report.tests += hit[1]
+            report.reused += 1
+    _clear_stale_feedback(out / FEEDBACK_DIR, keep={(g.student_id, g.assignment) for g in report.grades})
+
+    batch = GradingBatch(snapshot(solutions_dir, names), options)
+    for graded in _run(batch, fresh, jobs=jobs, scheduler=scheduler, progress=progress, done=report.reused):
+        grade_row, test_rows = graded.grade, graded.tests
+        report.grades.append(grade_row)
+        report.tests += test_rows
+        for filename, html in graded.feedback.items():
+            target = out / FEEDBACK_DIR / grade_row.student_id / filename
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(html)
+        cache.put(graded.submission, grade_row, test_rows)
+    cache.save()
+
+    # The same order whatever ran where: students, then assignments in course order.
     order = {pair: i for i, pair in enumerate(pairs)}
     report.grades.sort(key=lambda r: order[(r.student_id, r.assignment)])
     report.tests.sort(key=lambda r: (order[(r.student_id, r.assignment)], list(specs[r.assignment].tests).index(r.test)))
+    report.grades += unplaced
     write_csvs(report, out)
     return report
 
 
-@dataclass(frozen=True)
-class GradingBatch:
-    """What a worker needs to grade some (student, assignment) pairs on its own."""
-
-    solutions_dir: Path
-    submissions: Path
-    specs: dict[str, AssignmentSpec]
-    feedback_dir: Path | None
-
-    def __call__(self, pairs: list[tuple[str, str]], on_graded: Callable[[], None] | None = None) -> GradingReport:
-        """Grade ``pairs`` in a private scratch course: nbgrader's SQLite gradebook takes one writer."""
-        report = GradingReport()
-        with scratch_course(self.solutions_dir) as course:
-            api = course.api()
-            for name in dict.fromkeys(n for _, n in pairs):
-                course.check(api.generate_assignment(name, force=True, create=True), f"generate_assignment {name}")
-            for student, name in pairs:
-                _grade_one(course, api, self.submissions, student, self.specs[name], report)
-                if on_graded:
-                    on_graded()
-            if self.feedback_dir is not None:
-                _write_feedback(course, api, report, self.feedback_dir)  # catches its own failures: grades stand
-        return report
+def _check_paths(submissions: Path, out: Path, solutions_dir: Path) -> None:
+    if not submissions.exists():
+        raise ValueError(f"submissions folder not found: {submissions}")
+    if submissions.is_file() and submissions.suffix.lower() != ".zip":
+        raise ValueError(f"{submissions} is a file but not a .zip: pass a folder or a zip of the submissions")
+    if out == submissions or submissions in out.parents or out in submissions.parents:
+        raise ValueError(f"--out ({out}) and the submissions ({submissions}) must not contain each other")
+    if out.exists() and not out.is_dir():
+        raise ValueError(f"--out {out} exists and is not a folder")
+    if not solutions_dir.is_dir():
+        raise ValueError(f"no solutions folder at {solutions_dir}: run the autograder from a checkout of the course repository")
 
 
-def _run_batches(batch: GradingBatch, pairs: list[tuple[str, str]], *, jobs: int, progress: bool) -> Iterator[GradingReport]:
-    """Grade in one process, or in ``jobs`` worker processes with a few pairs per task."""
+def _submission(intake: Intake, student: str, name: str) -> Submission:
+    handin: Handin | None = intake.chosen.get((student, name))
+    if handin is None:
+        return Submission(student, name, content=None, received_as=None)
+    return Submission(student, name, content=handin.path.read_bytes(), received_as=handin.received_as, notes=handin.notes)
+
+
+def _unplaced_row(handin: Handin, why: str, specs: dict[str, AssignmentSpec]) -> GradeRow:
+    spec = specs.get(handin.assignment or "")
+    return GradeRow(handin.student or handin.received_as, handin.assignment or "?", 0.0, spec.max_score if spec else 0.0, why)
+
+
+def _run(batch: GradingBatch, todo: list[Submission], *, jobs: int, scheduler: str | None, progress: bool, done: int) -> Iterator:
+    """Grade ``todo`` in-process, in a local pool or on a cluster; yield results as they finish."""
     from tqdm import tqdm
 
-    with tqdm(total=len(pairs), desc="grading", unit="notebook", file=sys.stderr, disable=None if progress else True) as bar:
-        if jobs <= 1:
-            yield batch(pairs, on_graded=lambda: bar.update(1))
+    with tqdm(total=len(todo) + done, initial=done, desc="grading", unit="notebook", file=sys.stderr, disable=None if progress else True) as bar:
+        if not todo:
             return
-        size = max(1, len(pairs) // (jobs * 4))  # small tasks keep the bar moving and the workers busy
-        tasks = [pairs[i : i + size] for i in range(0, len(pairs), size)]
-        context = multiprocessing.get_context("spawn")
-        with ProcessPoolExecutor(jobs, mp_context=context, initializer=_one_thread_per_kernel) as pool:
-            futures = {pool.submit(batch, task): len(task) for task in tasks}
+        with grading_executor(jobs, scheduler) as (executor, workers):
+            if executor is None:
+                yield from batch(todo, on_graded=lambda: bar.update(1))
+                return
+            size = max(1, len(todo) // (workers * 4))  # small tasks keep the bar moving and every worker busy
+            tasks = [todo[i : i + size] for i in range(0, len(todo), size)]
+            futures = {executor.submit(batch, task): len(task) for task in tasks}
             for future in as_completed(futures):
                 bar.update(futures[future])
-                yield future.result()
+                yield from future.result()
 
 
-def _one_thread_per_kernel() -> None:
-    """In a worker: kernels inherit this, so N workers do not start N x cores torch threads."""
-    for variable in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
-        os.environ[variable] = "1"
-
-
-def _grade_one(course: ScratchCourse, api: Any, submissions: Path, student: str, spec: AssignmentSpec, report: GradingReport) -> None:
-    source = submissions / student / f"{spec.name}.ipynb"
-    try:
-        if not SAFE_STUDENT_ID.match(student):
-            raise SubmissionProblem(
-                f"invalid student folder name {student!r}: use letters, digits, '@', '.', '_', '-' and single inner spaces"
-            )
-        read_submission(source, spec)
-        target = course.root / "submitted" / student / spec.name / source.name
-        target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(source, target)
-        result = api.autograde(spec.name, student, force=True, create=True)
-        if not result.get("success"):
-            raise SubmissionProblem(f"autograde failed: {failure_reason(result)}")
-        scores = _scores_from_gradebook(course, student, spec)
-    except Exception as problem:  # noqa: BLE001 - one bad submission must not stop the class
-        status = str(problem) if isinstance(problem, SubmissionProblem) else f"grading error: {type(problem).__name__}: {problem}"
-        report.grades.append(GradeRow(student, spec.name, 0.0, spec.max_score, status))
-        report.tests += [TestRow(student, spec.name, test, 0.0, points) for test, points in spec.tests.items()]
+def _clear_stale_feedback(feedback_dir: Path, keep: set[tuple[str, str]]) -> None:
+    """Remove feedback from an earlier run except for pairs whose grades are reused."""
+    if not feedback_dir.is_dir():
         return
-    status = _graded_status(spec, scores)
-    report.grades.append(GradeRow(student, spec.name, sum(scores.values()), spec.max_score, status))
-    report.tests += [TestRow(student, spec.name, test, scores.get(test, 0.0), points) for test, points in spec.tests.items()]
+    for html in feedback_dir.glob("*/*.html"):
+        if (html.parent.name, html.stem) not in keep:
+            html.unlink()
+    for folder in feedback_dir.iterdir():
+        if folder.is_dir() and not any(folder.iterdir()):
+            folder.rmdir()
 
 
-def _graded_status(spec: AssignmentSpec, scores: dict[str, float]) -> str:
-    failed = [test for test, points in spec.tests.items() if scores.get(test, 0.0) < points]
-    if not failed:
-        return "graded"
-    if len(failed) == len(spec.tests):
-        return "graded (no test passed)"
-    return f"graded (lost points on: {', '.join(failed)})"
+def fingerprint(solutions_dir: Path, options: GradingOptions) -> str:
+    """What every grade depends on besides the notebook: grader code, solutions, options."""
+    digest = hashlib.sha256(json.dumps(asdict(options), sort_keys=True).encode())
+    for folder in (REPO_ROOT / "autograder", REPO_ROOT / "course_utils", solutions_dir):
+        for path in sorted(folder.rglob("*")):
+            if path.is_file() and path.suffix in {".py", ".ipynb"} and ".ipynb_checkpoints" not in path.parts:
+                digest.update(str(path.relative_to(folder)).encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()
 
 
-def _scores_from_gradebook(course: ScratchCourse, student: str, spec: AssignmentSpec) -> dict[str, float]:
-    from nbgrader.api import Gradebook
+class GradingCache:
+    """Rows of earlier runs into the same OUT, keyed by everything that could change them."""
 
-    with Gradebook(f"sqlite:///{course.db_path}") as gradebook:
-        notebook = gradebook.find_submission_notebook(spec.name, spec.name, student)
-        return {g.name: float(g.score) for g in notebook.grades if g.name in spec.tests}
-
-
-def _write_feedback(course: ScratchCourse, api: Any, report: GradingReport, feedback_dir: Path) -> None:
-    for row in report.grades:
-        if not row.status.startswith("graded"):
-            continue
+    def __init__(self, path: Path, fingerprint: str) -> None:
+        self.path, self.fingerprint = path, fingerprint
         try:
-            course.check(api.generate_feedback(row.assignment, row.student_id), "generate_feedback")
-            for html in (course.root / "feedback" / row.student_id / row.assignment).glob("*.html"):
-                target = feedback_dir / row.student_id / html.name
-                target.parent.mkdir(parents=True, exist_ok=True)
-                shutil.copyfile(html, target)
-        except (NbgraderError, OSError):
-            continue  # the grade stands; feedback is a courtesy
+            saved = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            saved = {}
+        self.entries: dict[str, dict] = saved.get("entries", {}) if saved.get("fingerprint") == fingerprint else {}
+
+    @staticmethod
+    def key(submission: Submission) -> str:
+        fields = asdict(submission)
+        fields["content"] = hashlib.sha256(submission.content).hexdigest() if submission.content is not None else None
+        return hashlib.sha256(json.dumps(fields, sort_keys=True).encode()).hexdigest()
+
+    def get(self, submission: Submission) -> tuple[GradeRow, list[TestRow]] | None:
+        entry = self.entries.get(self.key(submission))
+        if entry is None:
+            return None
+        return GradeRow(**entry["grade"]), [TestRow(**t) for t in entry["tests"]]
+
+    def put(self, submission: Submission, grade_row: GradeRow, test_rows: list[TestRow]) -> None:
+        self.entries[self.key(submission)] = {"grade": asdict(grade_row), "tests": [asdict(t) for t in test_rows]}
+
+    def save(self) -> None:
+        self.path.write_text(json.dumps({"fingerprint": self.fingerprint, "entries": self.entries}, indent=0), encoding="utf-8")
 
 
 def write_csvs(report: GradingReport, out: Path) -> None:

@@ -9,8 +9,11 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from traitlets.config import Config
+if TYPE_CHECKING:
+    from traitlets.config import Config
+
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 SOLUTIONS_DIR = REPO_ROOT / "solutions"
@@ -20,6 +23,13 @@ NOTEBOOKS_DIR = REPO_ROOT / "notebooks"
 # NBGRADER_EXECUTION so that whole notebooks finish in well under a minute.
 CELL_TIMEOUT_S = 60
 KERNEL_STARTUP_TIMEOUT_S = 60
+
+# Data a grading kernel may allocate (torch and the notebooks need well under 1 GiB); past
+# it, the student's cell gets a MemoryError and grading goes on.
+MEMORY_LIMIT_BYTES = 4 * 2**30
+
+# Stream output kept per cell: a printed giant tensor must not bloat the gradebook and feedback.
+MAX_OUTPUT_CHARS = 20_000
 
 # stderr lines that must not zero a test cell: Python warnings ("UserWarning: ...")
 # and the matplotlib font-cache notice printed on a fresh machine.
@@ -32,11 +42,16 @@ def course_config(
     db_path: Path,
     source_dir: Path | str = "source",
     release_dir: Path | str = "release",
+    cell_timeout: int = CELL_TIMEOUT_S,
+    memory_limit: int | None = None,
 ) -> Config:
     """nbgrader configuration for a course rooted at ``course_root``.
 
-    ``source_dir`` and ``release_dir`` are relative to the root or absolute.
+    ``source_dir`` and ``release_dir`` are relative to the root or absolute. ``cell_timeout``
+    (seconds) and ``memory_limit`` (bytes, or None) bound what one notebook may take.
     """
+    from traitlets.config import Config  # an instructor tool: course_utils users lack it
+
     c = Config()
     c.CourseDirectory.root = str(course_root)
     c.CourseDirectory.source_directory = str(source_dir)
@@ -46,11 +61,34 @@ def course_config(
 
     c.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE\nraise NotImplementedError()"}
 
-    c.Execute.timeout = CELL_TIMEOUT_S
+    c.Execute.timeout = cell_timeout
     c.Execute.startup_timeout = KERNEL_STARTUP_TIMEOUT_S
+    # A cell past the limit is interrupted and marked with an error; the next cells still run,
+    # so an infinite loop costs the tests that need that cell, not the whole notebook.
+    c.Execute.interrupt_on_timeout = True
+    c.Execute.error_on_timeout = {
+        "ename": "CellTimeoutError",
+        "evalue": f"the cell ran past the {cell_timeout} s limit and was stopped",
+        "traceback": [f"CellTimeoutError: the cell ran past the {cell_timeout} s limit and was stopped"],
+    }
     # nbgrader's own default (no history file) plus a quiet kernel log: ipykernel's
     # start-up notices go to the terminal, not to cells, but drown the progress bar.
-    c.Execute.extra_arguments = ["--HistoryManager.hist_file=:memory:", "--IPKernelApp.log_level=ERROR"]
+    arguments = ["--HistoryManager.hist_file=:memory:", "--IPKernelApp.log_level=ERROR"]
+    if memory_limit:
+        arguments.append(f"--IPKernelApp.exec_lines={memory_limit_line(memory_limit)}")
+    c.Execute.extra_arguments = arguments
+    # A deleted test cell is put back from the source notebook (edited ones are, by checksum).
+    c.OverwriteCells.add_missing_cells = True
+    c.Autograde.autograde_preprocessors = [
+        "nbgrader.preprocessors.Execute",
+        "nbgrader.preprocessors.IgnorePattern",
+        "nbconvert.preprocessors.ClearMetadataPreprocessor",
+        "autograder.limits.LimitOutputSize",
+        "nbgrader.preprocessors.SaveAutoGrades",
+        "nbgrader.preprocessors.AssignLatePenalties",
+        "nbgrader.preprocessors.CheckCellMetadata",
+    ]
+    c.LimitOutputSize.max_chars = MAX_OUTPUT_CHARS
     c.IgnorePattern.enabled = True  # off by default in nbgrader 0.9
     c.IgnorePattern.pattern = IGNORED_STDERR
 
@@ -61,6 +99,12 @@ def course_config(
         "autograder.feedback.RedactHiddenTests",
     ]
     return c
+
+
+def memory_limit_line(limit_bytes: int) -> str:
+    """Python a kernel runs at start-up to cap its data segment: a runaway allocation then
+    raises MemoryError in the student's cell instead of taking the machine down."""
+    return f"__import__('resource').setrlimit(__import__('resource').RLIMIT_DATA, ({int(limit_bytes)}, {int(limit_bytes)}))"
 
 
 def put_environment_on_path() -> None:

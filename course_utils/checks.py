@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Sequence
 
 import torch
+from torch.testing._comparison import assert_close as _assert_close
 
 __all__ = [
     "Tolerance",
@@ -54,6 +55,27 @@ TOLERANCES: dict[torch.dtype, Tolerance] = {
     torch.float32: Tolerance(rtol=1e-5, atol=1e-5),
     torch.float64: Tolerance(rtol=1e-10, atol=1e-10),
 }
+
+
+# What the checks compare with, taken from where torch defines them. A notebook that rebinds
+# torch.testing.assert_close (or torch.equal, ...) to pass every test fails them instead.
+_TRUSTED: dict[str, tuple[Callable[[], Any], Any]] = {
+    "torch.testing.assert_close": (lambda: torch.testing.assert_close, _assert_close),
+    "torch.equal": (lambda: torch.equal, torch._C._VariableFunctions.equal),
+    "torch.allclose": (lambda: torch.allclose, torch._C._VariableFunctions.allclose),
+    "torch.isclose": (lambda: torch.isclose, torch._C._VariableFunctions.isclose),
+}
+
+
+def _refuse_tampering(label: str) -> None:
+    replaced = [name for name, (current, trusted) in _TRUSTED.items() if current() is not trusted]
+    if replaced:
+        _fail(
+            label,
+            f"{', '.join(replaced)} was replaced by code in this notebook, so no comparison can be trusted",
+            inputs=None,
+            hint="delete the line that assigns to it, then restart the kernel and run all cells.",
+        )
 
 
 def tolerance(dtype: torch.dtype) -> Tolerance:
@@ -187,6 +209,7 @@ def check_close(
 
     NaN in ``actual`` fails unless ``expected`` has NaN at the same place.
     """
+    _refuse_tampering(label)
     check_shape(actual, expected.shape, label=label, hint=hint)
     if check_dtype and actual.dtype != expected.dtype:
         _fail(
@@ -199,7 +222,7 @@ def check_close(
     rtol = tol.rtol if rtol is None else rtol
     atol = tol.atol if atol is None else atol
     try:
-        torch.testing.assert_close(actual, expected, rtol=rtol, atol=atol, equal_nan=True, check_dtype=False)
+        _assert_close(actual, expected, rtol=rtol, atol=atol, equal_nan=True, check_dtype=False)
         return True
     except AssertionError:
         pass
@@ -238,9 +261,10 @@ def check_close(
 
 def check_equal(actual: Any, expected: Any, *, label: str, inputs: dict[str, Any] | None = None, hint: str = "") -> bool:
     """``actual`` equals ``expected`` exactly (tensors: same shape, dtype and values)."""
+    _refuse_tampering(label)
     if isinstance(expected, torch.Tensor):
         check_shape(actual, expected.shape, label=label, hint=hint)
-        if actual.dtype == expected.dtype and torch.equal(actual, expected):
+        if actual.dtype == expected.dtype and torch._C._VariableFunctions.equal(actual, expected):
             return True
         _fail(label, f"got {describe(actual)}, expected {describe(expected)}", inputs=inputs, hint=hint)
     if actual != expected:

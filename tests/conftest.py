@@ -80,29 +80,9 @@ def build_class(folder: Path) -> dict[str, list[Variant]]:
             mistake_students[student] = mistakes
 
     first = ASSIGNMENTS[0]
-    bad = folder / "zz-not-json"
-    bad.mkdir()
-    (bad / f"{first}.ipynb").write_text("this is not a notebook {", encoding="utf-8")
-    renamed = folder / "zz-renamed-copy"
-    renamed.mkdir()
-    nbformat.write(solved(first), renamed / f"Copy of {first}.ipynb")
-    stripped = solved(first)
-    for cell in stripped.cells:
-        cell.metadata.pop("nbgrader", None)
-    write_submission(folder, "zz-metadata-stripped", first, stripped)
-    empty = nbformat.v4.new_notebook()
-    write_submission(folder, "zz-empty", first, empty)
-    a_cell = MISTAKES[first][0].cell  # any solution cell of the first notebook
-    # A student id with spaces, whose notebook kills its own kernel.
-    write_submission(folder, "zz kernel killer", first, solved(first, [Variant("exits Python", a_cell, source="import os\nos._exit(1)")]))
-    # A notebook that borrows the instructor's solution, which the grading kernel could reach.
-    borrow = f"from course_utils.reference import load_solution\n{a_cell} = load_solution({first!r}).{a_cell}"
-    write_submission(folder, "zz-borrower", first, solved(first, [Variant("borrows the solution", a_cell, source=borrow)]))
     # A mistake that fails only a hidden test, alone: its feedback must show no traceback frames.
     builtin = next(m for m in MISTAKES[first] if m.name == "softmax calls torch.softmax")
     write_submission(folder, "zz-hidden-only", first, solved(first, [builtin]))
-    # A folder name that nbgrader would read as a glob pattern.
-    write_submission(folder, "zz-star*", first, solved(first))
     return mistake_students
 
 
@@ -114,6 +94,19 @@ def graded_class(tmp_path_factory: pytest.TempPathFactory) -> GradedClass:
     out = tmp_path_factory.mktemp("grading") / "out"
     report = grade(submissions, out, progress=False, jobs=2)  # two workers: the machine has two cores
     return GradedClass(submissions, out, report, mistake_students, before)
+
+
+@pytest.fixture(scope="session")
+def bad_class(tmp_path_factory: pytest.TempPathFactory) -> GradedClass:
+    """The bad submissions of tests/bad_submissions.py, graded with a short cell time limit."""
+    from bad_submissions import BAD_CELL_TIMEOUT_S, BAD_MEMORY_LIMIT, build_bad_class
+
+    submissions = tmp_path_factory.mktemp("bad") / "submissions"
+    build_bad_class(submissions)
+    before = tree_digest(submissions, REPO_ROOT)
+    out = tmp_path_factory.mktemp("bad-grading") / "out"
+    report = grade(submissions, out, progress=False, jobs=2, cell_timeout=BAD_CELL_TIMEOUT_S, memory_limit=BAD_MEMORY_LIMIT)
+    return GradedClass(submissions, out, report, {}, before)
 
 
 @pytest.fixture(scope="session")

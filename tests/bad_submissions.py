@@ -1,0 +1,207 @@
+"""What instructors really receive: one fixture per kind of bad submission, with the grade and
+the reason each must get. All are notebook 01, graded together by the ``bad_class`` fixture
+with a short cell time limit and a small memory limit, so that the run stays quick.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+import nbformat
+
+from autograder.mistakes import MISTAKES, Variant
+from autograder.settings import SOLUTIONS_DIR
+from autograder.submissions import solved
+from autograder.worker import AssignmentSpec
+
+from conftest import ASSIGNMENTS
+
+FIRST = ASSIGNMENTS[0]
+BAD_CELL_TIMEOUT_S = 10
+BAD_MEMORY_LIMIT = 2 * 2**30
+# Every softmax test compares values (the hidden no-builtin test compares with the solution too).
+SOFTMAX_TESTS = frozenset(
+    {"test_softmax_matches_torch", "test_softmax_any_dim", "test_softmax_temperature", "test_softmax_stable", "test_softmax_neg_inf", "test_softmax_no_builtin"}
+)
+HARD_LOOKUP_TESTS = frozenset({"test_hard_lookup_exact_match", "test_hard_lookup_all_coordinates", "test_hard_lookup_missing_key"})
+SOFTMAX_SIGNATURE = "def softmax(scores: torch.Tensor, dim: int = -1, temperature: float = 1.0) -> torch.Tensor:"
+
+
+@dataclass(frozen=True)
+class BadCase:
+    student: str
+    write: Callable[[Path], None]  # writes the student's files into their folder
+    score: str  # "zero", "full", or "lost" (exactly ``lost`` lose points)
+    status: str  # a regular expression the status must match (re.search)
+    lost: frozenset[str] = frozenset()
+
+
+def softmax_source() -> str:
+    return next(c.source for c in solved(FIRST).cells if c.metadata.get("nbgrader", {}).get("grade_id") == "softmax")
+
+
+def softmax_cell(body: str, base: str | None = None) -> Variant:
+    """softmax's cell with ``body`` run after its definition (the correct one unless ``base``)."""
+    return Variant("bad softmax cell", "softmax", source=(base or softmax_source()) + "\n\n" + body)
+
+
+def notebook_file(notebook, name: str = f"{FIRST}.ipynb") -> Callable[[Path], None]:
+    def write(folder: Path) -> None:
+        folder.mkdir(parents=True, exist_ok=True)
+        nbformat.write(notebook, folder / name)
+
+    return write
+
+
+def text_file(text: str, name: str = f"{FIRST}.ipynb") -> Callable[[Path], None]:
+    def write(folder: Path) -> None:
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / name).write_text(text, encoding="utf-8")
+
+    return write
+
+
+def stripped(notebook):
+    for cell in notebook.cells:
+        cell.metadata.pop("nbgrader", None)
+    return notebook
+
+
+def without_test(notebook, grade_id: str):
+    notebook.cells = [c for c in notebook.cells if c.metadata.get("nbgrader", {}).get("grade_id") != grade_id]
+    return notebook
+
+
+def with_test_replaced(notebook, grade_id: str, source: str):
+    for cell in notebook.cells:
+        if cell.metadata.get("nbgrader", {}).get("grade_id") == grade_id:
+            cell.source = source
+    return notebook
+
+
+def renamed_softmax():
+    notebook = solved(FIRST)
+    for cell in notebook.cells:
+        if cell.metadata.get("nbgrader", {}).get("grade_id") == "softmax":
+            cell.source = cell.source.replace("def softmax(", "def soft_max(")
+    return notebook
+
+
+WRONG_SOFTMAX = next(m for m in MISTAKES[FIRST] if m.cell == "softmax" and m.loses[0] != "test_softmax_no_builtin")
+assert WRONG_SOFTMAX.cell == "softmax", WRONG_SOFTMAX
+NEVER_FAIL = "lambda *args, **kwargs: None"
+
+BAD_CASES = [
+    BadCase("not-json", text_file("this is not a notebook {"), "zero", r"^unreadable: not a valid notebook"),
+    BadCase("json-not-notebook", text_file('{"hello": "world"}'), "zero", r"^unreadable: "),
+    BadCase("empty-notebook", notebook_file(nbformat.v4.new_notebook()), "zero", r"^unreadable: the notebook has no cells$"),
+    BadCase("only-a-pdf", text_file("%PDF-1.4", name="answers.pdf"), "zero", rf"^missing: no {FIRST}\.ipynb"),
+    BadCase("metadata-stripped", notebook_file(stripped(solved(FIRST))), "full", r"^graded; nbgrader metadata restored on \d+ cell\(s\)"),
+    BadCase("colab-copy", notebook_file(solved(FIRST), f"Copy of {FIRST}.ipynb"), "full", rf"^graded; received as 'Copy of {FIRST}\.ipynb'$"),
+    BadCase(
+        "syntax-error",
+        notebook_file(solved(FIRST, [Variant("syntax error", "softmax", source=SOFTMAX_SIGNATURE + "\n    return (scores")])),
+        "lost",
+        r"errors in your code: softmax raised SyntaxError",
+        SOFTMAX_TESTS,
+    ),
+    BadCase(
+        "function-renamed",
+        notebook_file(renamed_softmax()),
+        "lost",
+        r"not defined anywhere \(renamed or deleted\?\): softmax",
+        SOFTMAX_TESTS,
+    ),
+    BadCase(
+        "test-deleted",
+        notebook_file(without_test(solved(FIRST), "test_softmax_stable")),
+        "full",
+        r"^graded; deleted test cell\(s\) put back: test_softmax_stable$",
+    ),
+    BadCase(
+        "test-edited-to-pass",
+        notebook_file(with_test_replaced(solved(FIRST, [WRONG_SOFTMAX]), WRONG_SOFTMAX.loses[0], "assert True")),
+        "lost",
+        rf"edited test cell\(s\) restored: {WRONG_SOFTMAX.loses[0]}",
+        frozenset(WRONG_SOFTMAX.loses),
+    ),
+    BadCase(
+        "infinite-loop",
+        notebook_file(solved(FIRST, [softmax_cell("while True:\n    pass")])),
+        "full",
+        rf"errors in your code: softmax ran past the {BAD_CELL_TIMEOUT_S} s limit and was stopped",
+    ),
+    BadCase(
+        "os-exit",
+        notebook_file(solved(FIRST, [softmax_cell("import os\nos._exit(1)")])),
+        "zero",
+        r"^autograde failed: the kernel died",
+    ),
+    BadCase(
+        "segfault",
+        notebook_file(solved(FIRST, [softmax_cell("import ctypes\nctypes.string_at(0)")])),
+        "zero",
+        r"^autograde failed: the kernel died",
+    ),
+    BadCase(
+        "memory-blow-up",
+        notebook_file(solved(FIRST, [softmax_cell("hoard = [b'x' * 10**8 for _ in range(200)]  # 20 GB")])),
+        "full",
+        r"errors in your code: softmax ran out of memory \(limit 2 GiB\)",
+    ),
+    BadCase(
+        "huge-output",
+        notebook_file(solved(FIRST, [softmax_cell("print('x' * 10_000_000)\nfor i in range(100_000):\n    print(i)")])),
+        "full",
+        r"printed output was cut",
+    ),
+    BadCase(
+        "nan-outputs",
+        notebook_file(solved(FIRST, [Variant("NaN", "softmax", source=SOFTMAX_SIGNATURE + "\n    return scores * float('nan')")])),
+        "lost",
+        r"^graded \(lost points on: test_softmax",
+        SOFTMAX_TESTS,
+    ),
+    BadCase(
+        "patches-assert-close",
+        notebook_file(solved(FIRST, [WRONG_SOFTMAX, Variant("patch", "hard_lookup", source="import torch\ntorch.testing.assert_close = " + NEVER_FAIL)])),
+        "zero",
+        r"^rejected: the notebook replaces a function the tests compare with \(hard_lookup: 'torch\.testing\.assert_close ='\)",
+    ),
+    BadCase(
+        # Hidden from the scan: the checks notice at run time that assert_close is not torch's.
+        "patches-assert-close-quietly",
+        notebook_file(
+            solved(FIRST, [softmax_cell(
+                "setattr(getattr(__import__('to' + 'rch'), 'testing'), 'assert_' + 'close', " + NEVER_FAIL + ")",
+                base=WRONG_SOFTMAX.apply(softmax_source()),
+            )])
+        ),
+        "lost",
+        r"^graded \(lost points on: ",
+        # Every test that compares after the patch ran: the check refuses a replaced assert_close.
+        frozenset(AssignmentSpec.load(SOLUTIONS_DIR, FIRST).tests) - HARD_LOOKUP_TESTS,
+    ),
+    BadCase(
+        "borrows-the-solution",
+        notebook_file(
+            solved(FIRST, [Variant("borrow", "softmax", source=f"from course_utils.reference import load_solution\nsoftmax = load_solution({FIRST!r}).softmax")])
+        ),
+        "zero",
+        r"^rejected: the notebook's own code reaches for the instructor's solutions",
+    ),
+]
+
+# Folder names that are not valid student ids get their row too.
+ODD_NAMES = {"star*": (notebook_file(solved(FIRST)), r"^invalid student name 'star\*'")}
+
+
+def build_bad_class(folder: Path) -> None:
+    for case in BAD_CASES:
+        case.write(folder / case.student)
+    for student, (write, _) in ODD_NAMES.items():
+        write(folder / student)
+    # A student id with a space, whose notebook is fine.
+    notebook_file(solved(FIRST))(folder / "ok student")

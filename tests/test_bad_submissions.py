@@ -1,0 +1,64 @@
+"""Bad submissions: each gets its grade row and a clear reason, and the batch goes on."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from autograder.worker import AssignmentSpec
+
+from bad_submissions import BAD_CASES, FIRST, ODD_NAMES, BadCase
+from conftest import ASSIGNMENTS, SOLUTIONS_DIR, GradedClass, tree_digest
+from autograder.mistakes import MISTAKES
+
+pytestmark = pytest.mark.slow
+SPEC = AssignmentSpec.load(SOLUTIONS_DIR, FIRST)
+
+
+def lost(report, student: str) -> set[str]:
+    return {test for test, score in report.tests_of(student, FIRST).items() if score < SPEC.tests[test]}
+
+
+@pytest.mark.parametrize("case", BAD_CASES, ids=[c.student for c in BAD_CASES])
+def test_bad_submission_gets_its_grade_and_reason(bad_class: GradedClass, case: BadCase) -> None:
+    row = bad_class.report.row_of(case.student, FIRST)
+    assert re.search(case.status, row.status), f"{case.student}: status {row.status!r} does not match {case.status!r}"
+    assert row.max_score == SPEC.max_score
+    if case.score == "zero":
+        assert row.score == 0, row
+    elif case.score == "full":
+        assert row.score == row.max_score, row
+    else:
+        assert lost(bad_class.report, case.student) == set(case.lost), row
+
+
+def test_odd_student_names_get_a_row_and_the_rest_are_graded(bad_class: GradedClass) -> None:
+    for student, (_, status) in ODD_NAMES.items():
+        row = bad_class.report.row_of(student, FIRST)
+        assert re.search(status, row.status) and row.score == 0, row
+    assert bad_class.report.row_of("ok student", FIRST).status == "graded"
+
+
+def test_every_bad_submission_has_exactly_one_row_and_its_test_rows(bad_class: GradedClass) -> None:
+    students = sorted(p.name for p in bad_class.submissions.iterdir())
+    assert sorted(r.student_id for r in bad_class.report.grades) == students
+    for student in students:
+        assert set(bad_class.report.tests_of(student, FIRST)) == set(SPEC.tests)
+
+
+def test_grading_bad_submissions_modifies_none_of_them(bad_class: GradedClass) -> None:
+    assert tree_digest(bad_class.submissions) == {k: v for k, v in bad_class.snapshot_before.items() if k.startswith(str(bad_class.submissions))}
+
+
+def test_feedback_keeps_huge_output_small(bad_class: GradedClass) -> None:
+    html = bad_class.out / "feedback" / "huge-output" / f"{FIRST}.html"
+    assert html.stat().st_size < 2_000_000, html.stat().st_size
+    assert not (bad_class.out / "feedback" / "not-json").exists()  # nothing to show for an unreadable file
+
+
+def test_calling_the_builtin_kernel_is_a_named_mistake() -> None:
+    # The class fixture grades these (test_grading.py); here: they exist for every notebook that forbids it.
+    for assignment in ASSIGNMENTS[2:4]:
+        names = {m.name: m.loses[0] for m in MISTAKES[assignment]}
+        assert any("F.scaled_dot_product_attention" in name and test.endswith("no_builtin") for name, test in names.items()), assignment

@@ -1,0 +1,161 @@
+"""Intake and repair without grading: which file is whose, and how a damaged notebook is mended."""
+
+from __future__ import annotations
+
+import os
+import re
+import zipfile
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from autograder.intake import DEFAULT_STUDENT_PATTERN, clean_stem, opened, split_student, take_in
+from autograder.repair import repair
+from autograder.submissions import released, solved
+from autograder.worker import AssignmentSpec
+
+from conftest import ASSIGNMENTS, SOLUTIONS_DIR
+
+FIRST, THIRD = ASSIGNMENTS[0], ASSIGNMENTS[2]
+FUNCTIONS = {a: set(AssignmentSpec.load(SOLUTIONS_DIR, a).functions) for a in ASSIGNMENTS}
+
+
+def write(path: Path, notebook=None, *, mtime: float | None = None) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    nbformat.write(notebook if notebook is not None else released(FIRST), path)
+    if mtime is not None:
+        os.utime(path, (mtime, mtime))
+    return path
+
+
+@pytest.mark.parametrize(
+    ("name", "stem"),
+    [
+        (f"Copy of {FIRST}.ipynb", FIRST),
+        (f"Copy of Copy of {FIRST}.ipynb", FIRST),
+        (f"{FIRST} (1).ipynb", FIRST),
+        (f"{FIRST}(2) (3).ipynb", FIRST),
+        (f"{FIRST}-checkpoint.ipynb", FIRST),
+    ],
+)
+def test_clean_stem_undoes_what_downloads_add(name: str, stem: str) -> None:
+    assert clean_stem(name) == stem
+
+
+@pytest.mark.parametrize(
+    ("name", "student", "rest"),
+    [
+        (f"smith_12345_67890_{THIRD}.ipynb", "smith", f"{THIRD}.ipynb"),
+        (f"smith_LATE_12345_67890_{THIRD}.ipynb", "smith", f"{THIRD}.ipynb"),
+        ("Jane Smith_123456_assignsubmission_file_", "Jane Smith", "assignsubmission_file_"),
+        (f"{THIRD}.ipynb", None, f"{THIRD}.ipynb"),
+    ],
+)
+def test_default_pattern_reads_lms_names(name: str, student: str | None, rest: str) -> None:
+    assert split_student(name, re.compile(DEFAULT_STUDENT_PATTERN)) == (student, rest)
+
+
+def test_a_flat_lms_download_is_placed_file_by_file(tmp_path: Path) -> None:
+    write(tmp_path / f"smith_12345_67890_{FIRST}.ipynb")
+    write(tmp_path / f"jones_222_333_Copy of {FIRST} (1).ipynb")
+    write(tmp_path / f"lee_444_555_{THIRD[:2]}_my_attention.ipynb", released(THIRD))  # matched by its number
+    write(tmp_path / "kim_666_777_homework.ipynb", solved(THIRD))  # matched by what it defines
+    write(tmp_path / "homework.ipynb")  # whose?
+    intake = take_in(tmp_path, ASSIGNMENTS, FUNCTIONS)
+    assert sorted(intake.chosen) == [("jones", FIRST), ("kim", THIRD), ("lee", THIRD), ("smith", FIRST)]
+    assert any("received as 'jones_222_333_Copy of" in n for n in intake.chosen[("jones", FIRST)].notes)
+    assert any("by its number" in n for n in intake.chosen[("lee", THIRD)].notes)
+    assert any("by the functions it defines" in n for n in intake.chosen[("kim", THIRD)].notes)
+    assert [why for _, why in intake.unplaced] == [
+        f"unidentified: cannot tell whose file 'homework.ipynb' is (its name does not match the student pattern {DEFAULT_STUDENT_PATTERN!r})"
+    ]
+
+
+def test_student_folders_take_renamed_files_and_prefer_the_released_name(tmp_path: Path) -> None:
+    write(tmp_path / "ana" / f"Copy of {FIRST}.ipynb")
+    write(tmp_path / "bo" / f"{FIRST} (1).ipynb", mtime=2_000_000_000)
+    write(tmp_path / "bo" / f"{FIRST}.ipynb", mtime=1_000_000_000)  # older, but under the released name
+    write(tmp_path / "cy" / f"{FIRST} (1).ipynb", mtime=1_000_000_000)
+    write(tmp_path / "cy" / f"{FIRST} (2).ipynb", mtime=2_000_000_000)  # the newest copy wins
+    intake = take_in(tmp_path, ASSIGNMENTS, FUNCTIONS)
+    assert intake.chosen[("ana", FIRST)].received_as == f"ana/Copy of {FIRST}.ipynb"
+    assert intake.chosen[("bo", FIRST)].received_as == f"bo/{FIRST}.ipynb"
+    assert intake.chosen[("cy", FIRST)].received_as == f"cy/{FIRST} (2).ipynb"
+    assert f"graded 'cy/{FIRST} (2).ipynb', not 'cy/{FIRST} (1).ipynb'" in intake.chosen[("cy", FIRST)].notes
+
+
+def test_a_custom_pattern_maps_names_to_students(tmp_path: Path) -> None:
+    write(tmp_path / f"{FIRST}__s1234567.ipynb")
+    intake = take_in(tmp_path, ASSIGNMENTS, FUNCTIONS, student_pattern=r".*__(?P<student>s\d{7})\.ipynb$")
+    assert list(intake.chosen) == [("s1234567", FIRST)]
+    with pytest.raises(ValueError, match="named group"):
+        take_in(tmp_path, ASSIGNMENTS, FUNCTIONS, student_pattern=r"(\w+)_")
+
+
+def test_a_zip_with_a_wrapping_folder_and_zips_inside(tmp_path: Path) -> None:
+    inner = tmp_path / "inner.zip"
+    with zipfile.ZipFile(inner, "w") as z:
+        z.writestr(f"{FIRST}.ipynb", nbformat.writes(released(FIRST)))
+    archive = tmp_path / "download.zip"
+    with zipfile.ZipFile(archive, "w") as z:
+        z.writestr(f"Assignment 1/smith_1001_2002_{FIRST}.ipynb", nbformat.writes(released(FIRST)))
+        z.write(inner, "Assignment 1/jones_3003_4004_submission.zip")
+        z.writestr("Assignment 1/__MACOSX/._junk.ipynb", "junk")
+        z.writestr("Assignment 1/../../escape.ipynb", "outside")  # a hostile path stays inside the extraction
+    before = sorted(p.name for p in tmp_path.iterdir())
+    with opened(archive) as root:
+        intake = take_in(root, ASSIGNMENTS, FUNCTIONS)
+        assert sorted(intake.chosen) == [("jones", FIRST), ("smith", FIRST)]
+        assert [h.received_as for h, _ in intake.unplaced] == ["escape.ipynb"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == before  # nothing extracted beside the original
+    assert not (tmp_path.parent / "escape.ipynb").exists()
+
+
+def test_a_bad_zip_is_a_clear_error(tmp_path: Path) -> None:
+    (tmp_path / "class.zip").write_text("not a zip")
+    with pytest.raises(ValueError, match="not a readable zip"):
+        with opened(tmp_path / "class.zip"):
+            pass
+
+
+def strip_metadata(notebook):
+    for cell in notebook.cells:
+        cell.metadata.pop("nbgrader", None)
+    return notebook
+
+
+def grade_ids(notebook) -> list[str | None]:
+    return [c.metadata.get("nbgrader", {}).get("grade_id") for c in notebook.cells]
+
+
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_stripped_metadata_is_restored_on_the_right_cells(assignment: str) -> None:
+    original = solved(assignment)
+    fixed, repairs = repair(strip_metadata(solved(assignment)), released(assignment))
+    assert grade_ids(fixed) == grade_ids(original)
+    assert len(repairs.restored_metadata) == sum(g is not None for g in grade_ids(original))
+    assert not repairs.deleted_tests and not repairs.edited_tests and not repairs.missing_functions
+
+
+def test_repair_names_deleted_and_edited_tests_and_missing_functions() -> None:
+    notebook = solved(FIRST)
+    tests = [c for c in notebook.cells if c.metadata.get("nbgrader", {}).get("grade") and not c.metadata["nbgrader"].get("solution")]
+    notebook.cells.remove(tests[0])
+    tests[1].source = "assert True"
+    for cell in notebook.cells:
+        cell.source = cell.source.replace("def attention_entropy(", "def entropy(")
+    original = nbformat.writes(notebook)
+    _, repairs = repair(notebook, released(FIRST))
+    assert nbformat.writes(notebook) == original  # the submission itself is not modified
+    ids = lambda cell: cell.metadata["nbgrader"]["grade_id"]  # noqa: E731
+    assert repairs.deleted_tests == [ids(tests[0])]
+    assert repairs.edited_tests == [ids(tests[1])]
+    assert repairs.missing_functions == ["attention_entropy"]
+    assert "not defined anywhere (renamed or deleted?): attention_entropy" in repairs.notes()
+
+
+def test_a_notebook_of_other_cells_gets_no_metadata() -> None:
+    other = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("print('hello')"), nbformat.v4.new_markdown_cell("# notes")])
+    fixed, repairs = repair(other, released(FIRST))
+    assert grade_ids(fixed) == [None, None] and repairs.restored_metadata == []
