@@ -204,7 +204,7 @@ def place(path: Path, root: Path, known: list[str], pattern: re.Pattern[str], gr
         if assignment:
             notes.append(f"matched to {assignment} by the functions it defines")
     received = relative.as_posix()
-    if assignment and path.name != f"{assignment}.ipynb":
+    if assignment and rest != f"{assignment}.ipynb":  # an LMS prefix alone is no rename
         notes.insert(0, f"received as {path.name!r}")
     return Handin(path=path, received_as=received, student=student, assignment=assignment, notes=tuple(notes))
 

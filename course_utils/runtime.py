@@ -49,6 +49,10 @@ def _plot_defaults() -> None:
     # Imported here so that code which never plots does not pay for matplotlib.
     import matplotlib.pyplot as plt
 
+    if is_grading():
+        # Nobody looks at figures while a class is graded: the "template" backend draws
+        # nothing and shows nothing, silently, which saves about 0.2 s a figure per submission.
+        plt.switch_backend("template")
     plt.rcParams.update(
         {
             "figure.figsize": (6.0, 3.2),

@@ -66,6 +66,7 @@ def test_a_flat_lms_download_is_placed_file_by_file(tmp_path: Path) -> None:
     assert sorted(intake.chosen) == [("jones", FIRST), ("kim", THIRD), ("lee", THIRD), ("smith", FIRST)]
     assert any("received as 'jones_222_333_Copy of" in n for n in intake.chosen[("jones", FIRST)].notes)
     assert any("by its number" in n for n in intake.chosen[("lee", THIRD)].notes)
+    assert intake.chosen[("smith", FIRST)].notes == ()  # an LMS prefix alone is not worth a note
     assert any("by the functions it defines" in n for n in intake.chosen[("kim", THIRD)].notes)
     assert [why for _, why in intake.unplaced] == [
         f"unidentified: cannot tell whose file 'homework.ipynb' is (its name does not match the student pattern {DEFAULT_STUDENT_PATTERN!r})"

@@ -1,0 +1,72 @@
+"""Grading a class at scale: reruns that skip what has not changed, and a Dask cluster."""
+
+from __future__ import annotations
+
+import shutil
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from autograder.grade import CACHE_FILE, GRADES_CSV, TESTS_CSV, grade
+
+from bad_submissions import BAD_CELL_TIMEOUT_S, BAD_MEMORY_LIMIT, FIRST
+from conftest import GradedClass
+
+pytestmark = pytest.mark.slow
+
+
+def rows(report) -> tuple[list, list]:
+    return list(report.grades), list(report.tests)
+
+
+def test_a_rerun_grades_only_what_changed(bad_class: GradedClass, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    shutil.copytree(bad_class.out, out)
+    options = dict(progress=False, jobs=1, cell_timeout=BAD_CELL_TIMEOUT_S, memory_limit=BAD_MEMORY_LIMIT)
+    again = grade(bad_class.submissions, out, **options)
+    assert again.reused == len(bad_class.report.grades)
+    assert rows(again) == rows(bad_class.report)
+    assert (out / GRADES_CSV).read_bytes() == (bad_class.out / GRADES_CSV).read_bytes()
+    assert (out / "feedback" / "ok student" / f"{FIRST}.html").is_file()  # reused feedback is kept
+
+    # One student hands in again (the solution now): only that submission is graded.
+    submissions = tmp_path / "submissions"
+    shutil.copytree(bad_class.submissions, submissions)
+    shutil.copyfile(submissions / "ok student" / f"{FIRST}.ipynb", submissions / "nan-outputs" / f"{FIRST}.ipynb")
+    third = grade(submissions, out, **options)
+    assert third.reused == len(bad_class.report.grades) - 1
+    assert third.row_of("nan-outputs", FIRST).status == "graded"
+
+
+def test_a_changed_option_or_regrade_reuses_nothing(bad_class: GradedClass, tmp_path: Path) -> None:
+    # Only the cache is consulted here: grading a one-student class keeps it quick.
+    small = tmp_path / "small"
+    shutil.copytree(bad_class.submissions / "ok student", small / "ok student")
+    out = tmp_path / "out"
+    first = grade(small, out, progress=False, cell_timeout=BAD_CELL_TIMEOUT_S, memory_limit=BAD_MEMORY_LIMIT, feedback=False)
+    assert first.reused == 0 and (out / CACHE_FILE).is_file()
+    same = grade(small, out, progress=False, cell_timeout=BAD_CELL_TIMEOUT_S, memory_limit=BAD_MEMORY_LIMIT, feedback=False)
+    assert same.reused == 1
+    other = grade(small, out, progress=False, cell_timeout=BAD_CELL_TIMEOUT_S + 1, memory_limit=BAD_MEMORY_LIMIT, feedback=False)
+    assert other.reused == 0
+    forced = grade(small, out, progress=False, cell_timeout=BAD_CELL_TIMEOUT_S + 1, memory_limit=BAD_MEMORY_LIMIT, feedback=False, reuse=False)
+    assert forced.reused == 0 and rows(forced) == rows(other)
+
+
+def test_a_dask_cluster_gives_the_same_rows_from_a_zip(bad_class: GradedClass, tmp_path: Path) -> None:
+    distributed = pytest.importorskip("distributed")
+    # An LMS-style zip of two students' files, graded on a local cluster of two worker processes.
+    students = ["ok student", "not-json"]
+    archive = tmp_path / "download.zip"
+    with zipfile.ZipFile(archive, "w") as zipped:
+        for i, student in enumerate(students):
+            lms_name = f"{student}_{1000 + i}_{2000 + i}_{FIRST}.ipynb"
+            zipped.write(bad_class.submissions / student / f"{FIRST}.ipynb", f"Assignment 1/{lms_name}")
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
+        report = grade(archive, tmp_path / "out", scheduler=cluster.scheduler_address, progress=False,
+                       cell_timeout=BAD_CELL_TIMEOUT_S, memory_limit=BAD_MEMORY_LIMIT)
+    assert report.grades == [r for r in bad_class.report.grades if r.student_id in students]
+    assert report.tests == [r for r in bad_class.report.tests if r.student_id in students]
+    assert (tmp_path / "out" / "feedback" / "ok student" / f"{FIRST}.html").is_file()
+    assert (tmp_path / "out" / TESTS_CSV).is_file()
