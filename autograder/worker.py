@@ -255,7 +255,7 @@ def diagnose(autograded: Path, options: GradingOptions) -> list[str]:
         notebook = nbformat.read(autograded, as_version=4)
     except Exception:  # noqa: BLE001 - notes are a courtesy; the scores stand
         return []
-    errors, truncated = [], False
+    errors, unfinished, truncated = [], [], False
     for index, cell in enumerate(notebook.cells):
         if cell.get("cell_type") != "code":
             continue
@@ -265,13 +265,17 @@ def diagnose(autograded: Path, options: GradingOptions) -> list[str]:
                 continue
             where = nbgrader_meta(cell).get("grade_id") or f"cell {index + 1}"
             message = f"{output.get('ename')}: {output.get('evalue', '')}"
-            if output.get("ename") in {"KeyboardInterrupt", "CellTimeoutError"}:
+            if "NotImplementedError" in message:  # a stub left as released, not a bug in the student's code
+                unfinished.append(where)
+            elif output.get("ename") in {"KeyboardInterrupt", "CellTimeoutError"}:
                 errors.append(f"{where} ran past the {options.cell_timeout} s limit and was stopped")
             elif OUT_OF_MEMORY.search(message) and options.memory_limit:
                 errors.append(f"{where} ran out of memory (limit {options.memory_limit / 2**30:g} GiB)")
             else:
                 errors.append(f"{where} raised {message[:160]}")
-    notes = [f"errors in your code: {'; '.join(errors)}"] if errors else []
+    notes = [f"unfinished: {', '.join(unfinished)} stopped at a function that still raises NotImplementedError"] if unfinished else []
+    if errors:
+        notes.append(f"errors in your code: {'; '.join(errors)}")
     if truncated:
         notes.append(f"printed output was cut (at most {MAX_OUTPUT_CHARS} characters per cell are kept)")
     return notes

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import shutil
 import zipfile
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
-from autograder.grade import CACHE_FILE, GRADES_CSV, TESTS_CSV, grade
+from autograder.grade import GRADES_CSV, TESTS_CSV, fingerprint, grade
+from autograder.settings import SOLUTIONS_DIR
+from autograder.worker import GradingOptions
 
 from bad_submissions import BAD_CELL_TIMEOUT_S, BAD_MEMORY_LIMIT, FIRST
 from conftest import GradedClass
@@ -39,19 +42,20 @@ def test_a_rerun_grades_only_what_changed(bad_class: GradedClass, tmp_path: Path
     assert third.row_of("nan-outputs", FIRST).status == "graded"
 
 
-def test_a_changed_option_or_regrade_reuses_nothing(bad_class: GradedClass, tmp_path: Path) -> None:
-    # Only the cache is consulted here: grading a one-student class keeps it quick.
+def test_regrade_or_other_options_reuse_nothing(bad_class: GradedClass, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    shutil.copytree(bad_class.out, out)
     small = tmp_path / "small"
     shutil.copytree(bad_class.submissions / "ok student", small / "ok student")
-    out = tmp_path / "out"
-    first = grade(small, out, progress=False, cell_timeout=BAD_CELL_TIMEOUT_S, memory_limit=BAD_MEMORY_LIMIT, feedback=False)
-    assert first.reused == 0 and (out / CACHE_FILE).is_file()
-    same = grade(small, out, progress=False, cell_timeout=BAD_CELL_TIMEOUT_S, memory_limit=BAD_MEMORY_LIMIT, feedback=False)
-    assert same.reused == 1
-    other = grade(small, out, progress=False, cell_timeout=BAD_CELL_TIMEOUT_S + 1, memory_limit=BAD_MEMORY_LIMIT, feedback=False)
-    assert other.reused == 0
-    forced = grade(small, out, progress=False, cell_timeout=BAD_CELL_TIMEOUT_S + 1, memory_limit=BAD_MEMORY_LIMIT, feedback=False, reuse=False)
-    assert forced.reused == 0 and rows(forced) == rows(other)
+    options = dict(progress=False, cell_timeout=BAD_CELL_TIMEOUT_S, memory_limit=BAD_MEMORY_LIMIT)
+    assert grade(small, out, **options).reused == 1  # graded before into this OUT, unchanged
+    forced = grade(small, out, **options, reuse=False)
+    assert forced.reused == 0 and forced.grades == [bad_class.report.row_of("ok student", FIRST)]
+    # Any option that can change a grade changes the key of every cached row.
+    base = GradingOptions(cell_timeout=BAD_CELL_TIMEOUT_S, memory_limit=BAD_MEMORY_LIMIT, feedback=True)
+    others = [replace(base, cell_timeout=BAD_CELL_TIMEOUT_S + 1), replace(base, memory_limit=None), replace(base, feedback=False)]
+    prints = {fingerprint(SOLUTIONS_DIR, o) for o in [base, *others]}
+    assert len(prints) == 4
 
 
 def test_a_dask_cluster_gives_the_same_rows_from_a_zip(bad_class: GradedClass, tmp_path: Path) -> None:
