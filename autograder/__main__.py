@@ -57,7 +57,9 @@ def _grade(args: argparse.Namespace) -> int:
         return 2
     print(format_table(report))
     reused = f" ({report.reused} unchanged since the last run, not graded again)" if report.reused else ""
-    print(f"\n{len(report.grades)} grade row(s){reused} in {time.monotonic() - started:.0f} s; written to {Path(args.out) / 'grades.csv'}")
+    out = Path(args.out)
+    print(f"\n{len(report.grades)} grade row(s){reused} in {time.monotonic() - started:.0f} s; written to {out / 'grades.csv'}")
+    print(f"for the LMS: {out / 'gradebook.csv'}; class summary: {out / 'summary.md'} and {out / 'summary.png'}")
     return 0
 
 

@@ -3,7 +3,7 @@
 SUBMISSIONS is a folder of student folders, a flat folder of downloaded files, or a zip
 (``autograder.intake`` places each file). Every (student, assignment) pair gets a row in
 ``grades.csv`` with a status that says why when it could not be graded, and the run goes
-on. Grading runs in scratch nbgrader courses: SUBMISSIONS and the repository are only read.
+on; ``autograder.summary`` adds the LMS gradebook and the class summary. Grading runs in scratch nbgrader courses: SUBMISSIONS and the repository are only read.
 
 Submissions travel to the workers as bytes and feedback comes back as bytes, so the same
 tasks run in-process, in a local process pool (``jobs``) or on a Dask cluster
@@ -16,8 +16,9 @@ import csv
 import hashlib
 import json
 import sys
+import uuid
 from concurrent.futures import as_completed
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Iterator
 
@@ -25,6 +26,7 @@ from .course import list_assignments
 from .executors import grading_executor
 from .intake import DEFAULT_STUDENT_PATTERN, Handin, Intake, opened, take_in
 from .settings import CELL_TIMEOUT_S, MEMORY_LIMIT_BYTES, REPO_ROOT, SOLUTIONS_DIR
+from .summary import write_summary
 from .worker import AssignmentSpec, GradeRow, GradingBatch, GradingOptions, Submission, TestRow, snapshot
 
 GRADES_CSV = "grades.csv"
@@ -122,6 +124,7 @@ def grade(
     report.tests.sort(key=lambda r: (order[(r.student_id, r.assignment)], list(specs[r.assignment].tests).index(r.test)))
     report.grades += unplaced
     write_csvs(report, out)
+    write_summary(report.grades, report.tests, specs, out)
     return report
 
 
@@ -161,6 +164,7 @@ def _run(batch: GradingBatch, todo: list[Submission], *, jobs: int, scheduler: s
             if executor is None:
                 yield from batch(todo, on_graded=lambda: bar.update(1))
                 return
+            batch = replace(batch, run_id=uuid.uuid4().hex)  # each worker keeps one course for all its tasks
             size = max(1, len(todo) // (workers * 4))  # small tasks keep the bar moving and every worker busy
             tasks = [todo[i : i + size] for i in range(0, len(todo), size)]
             futures = {executor.submit(batch, task): len(task) for task in tasks}

@@ -7,12 +7,14 @@ same in-process, in a local process pool or on a Dask worker elsewhere.
 
 from __future__ import annotations
 
+import atexit
 import json
+import multiprocessing.util
 import os
 import re
 import shutil
 import tempfile
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator
@@ -39,6 +41,7 @@ class GradeRow:
 
 @dataclass(frozen=True)
 class TestRow:
+    __test__ = False  # a row of tests.csv, not a pytest class
     student_id: str
     assignment: str
     test: str
@@ -135,31 +138,78 @@ def materialized(files: dict[str, bytes]) -> Iterator[Path]:
 
 @dataclass(frozen=True)
 class GradingBatch:
-    """A picklable grading task: the solutions and the options; called on some submissions."""
+    """A picklable grading task: the solutions and the options; called on some submissions.
+
+    With a ``run_id`` (set for pool and cluster tasks), a worker process keeps its scratch
+    course between the tasks of one run, so each assignment is generated once per worker
+    rather than once per task; without one, the course lives for this call only.
+    """
 
     solutions: dict[str, bytes]
     options: GradingOptions
+    run_id: str | None = None
 
     def __call__(self, submissions: list[Submission], on_graded: Callable[[], None] | None = None) -> list[Graded]:
         """Grade in a private scratch course: nbgrader's SQLite gradebook takes one writer."""
         _one_thread_per_kernel()
-        results = []
-        with materialized(self.solutions) as solutions_dir, scratch_course(
-            solutions_dir, cell_timeout=self.options.cell_timeout, memory_limit=self.options.memory_limit
-        ) as course:
-            api = course.api()
-            names = list(dict.fromkeys(s.assignment for s in submissions))
-            for name in names:
+        if self.run_id is None:
+            with _course_for(self) as prepared:
+                return self._grade(prepared, submissions, on_graded)
+        return self._grade(_warm_course(self), submissions, on_graded)
+
+    def _grade(self, prepared: "PreparedCourse", submissions: list[Submission], on_graded: Callable[[], None] | None) -> list[Graded]:
+        course, api = prepared.course, prepared.api
+        for name in dict.fromkeys(s.assignment for s in submissions):
+            if name not in prepared.specs:
                 course.check(api.generate_assignment(name, force=True, create=True), f"generate_assignment {name}")
-            specs = {name: AssignmentSpec.load(course.solutions_dir, name) for name in names}
-            for submission in submissions:
-                results.append(grade_one(course, api, submission, specs[submission.assignment], self.options))
-                if on_graded:
-                    on_graded()
-            if self.options.feedback:
-                for result in results:
-                    result.feedback = _feedback(course, api, result.grade)
+                prepared.specs[name] = AssignmentSpec.load(course.solutions_dir, name)
+        results = []
+        for submission in submissions:
+            results.append(grade_one(course, api, submission, prepared.specs[submission.assignment], self.options))
+            if on_graded:
+                on_graded()
+        if self.options.feedback:
+            for result in results:
+                result.feedback = _feedback(course, api, result.grade)
         return results
+
+
+@dataclass
+class PreparedCourse:
+    course: ScratchCourse
+    api: Any
+    specs: dict[str, AssignmentSpec] = field(default_factory=dict)  # assignments generated in it so far
+
+
+@contextmanager
+def _course_for(batch: GradingBatch) -> Iterator[PreparedCourse]:
+    with materialized(batch.solutions) as solutions_dir, scratch_course(
+        solutions_dir, cell_timeout=batch.options.cell_timeout, memory_limit=batch.options.memory_limit
+    ) as course:
+        yield PreparedCourse(course, course.api())
+
+
+_warm: dict[str, tuple[ExitStack, PreparedCourse]] = {}  # at most one: this worker's course for the current run
+
+
+def _warm_course(batch: GradingBatch) -> PreparedCourse:
+    """This worker's course for ``batch.run_id``; a course from an earlier run is removed first."""
+    assert batch.run_id is not None
+    if batch.run_id not in _warm:
+        close_warm_courses()
+        stack = ExitStack()
+        _warm[batch.run_id] = (stack, stack.enter_context(_course_for(batch)))
+    return _warm[batch.run_id][1]
+
+
+def close_warm_courses() -> None:
+    while _warm:
+        _warm.popitem()[1][0].close()
+
+
+# Pool workers leave through multiprocessing, which skips atexit but runs its own finalizers.
+atexit.register(close_warm_courses)
+multiprocessing.util.Finalize(None, close_warm_courses, exitpriority=10)
 
 
 def _one_thread_per_kernel() -> None:

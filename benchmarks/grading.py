@@ -1,10 +1,14 @@
-"""How long autograding takes, per notebook and per submission, on the machine at hand.
+"""How long autograding takes, and how much ``--jobs`` saves, on the machine at hand.
 
-Grades a class of identical solved submissions for each notebook and reports the wall time
-per submission, with and without feedback. An instructor multiplies by the class size;
-the figures in the README come from this script.
+Two measurements, each in one run so that the machine's mood affects both sides alike:
 
-    .venv/bin/python benchmarks/grading.py [--copies 3] [--json results.json]
+* ``parallel`` (the default): a class of SUBMISSIONS notebooks of one assignment, graded with
+  ``jobs=1`` and then with ``jobs=JOBS``; prints seconds per notebook and the ratio of the wall
+  times. The course asks for a ratio of at most 0.6 with 40 submissions and 2 jobs on 2 cores.
+* ``per-notebook``: seconds per submission for every notebook, with and without feedback.
+
+    .venv/bin/python benchmarks/grading.py [parallel] [--submissions 40] [--jobs 2] [--json out.json]
+    .venv/bin/python benchmarks/grading.py per-notebook [--copies 3] [--json out.json]
 """
 
 from __future__ import annotations
@@ -21,43 +25,94 @@ import torch
 
 from autograder.course import list_assignments
 from autograder.grade import grade
-from autograder.submissions import solved, write_submission
+from autograder.mistakes import MISTAKES
+from autograder.submissions import released, solved, write_submission
+
+PARALLEL_ASSIGNMENT = "03_scaled_dot_product_attention"
+TARGET_RATIO = 0.6
 
 
-def measure(assignment: str, copies: int, feedback: bool) -> float:
-    """Seconds per submission for ``copies`` solved submissions of ``assignment``."""
+def machine() -> dict[str, object]:
+    return {"device": "cpu", "cpus": os.cpu_count(), "platform": platform.platform(), "python": platform.python_version(), "torch": torch.__version__}
+
+
+def write_class(folder: Path, assignment: str, size: int, mixed: bool) -> None:
+    """``size`` students; ``mixed``: like a real class, some untouched and some with a mistake."""
+    kinds = [solved(assignment)]
+    if mixed:
+        kinds += [released(assignment)] + [solved(assignment, [m]) for m in MISTAKES.get(assignment, [])[:2]]
+    for i in range(size):
+        write_submission(folder, f"student-{i:03d}", assignment, kinds[i % len(kinds)])
+
+
+def timed_grade(submissions: Path, out: Path, assignment: str, **options) -> tuple[float, list]:
+    started = time.perf_counter()
+    report = grade(submissions, out, assignments=[assignment], progress=False, reuse=False, **options)
+    return time.perf_counter() - started, report.grades
+
+
+def parallel(assignment: str, size: int, jobs: int) -> dict[str, object]:
+    """Wall time of one class graded with 1 job and with ``jobs``; their rows must agree."""
     with tempfile.TemporaryDirectory() as tmp:
         submissions = Path(tmp) / "submissions"
-        notebook = solved(assignment)
-        for i in range(copies):
-            write_submission(submissions, f"student-{i:03d}", assignment, notebook)
-        started = time.perf_counter()
-        report = grade(submissions, Path(tmp) / "out", assignments=[assignment], feedback=feedback, progress=False)
-        elapsed = time.perf_counter() - started
-    assert all(r.score == r.max_score for r in report.grades), "the solution should score full marks"
-    return elapsed / copies
+        write_class(submissions, assignment, size, mixed=True)
+        serial, serial_rows = timed_grade(submissions, Path(tmp) / "out-1", assignment, jobs=1)
+        pooled, pooled_rows = timed_grade(submissions, Path(tmp) / f"out-{jobs}", assignment, jobs=jobs)
+    if serial_rows != pooled_rows:
+        raise AssertionError("grading with more jobs changed the grade rows")
+    return {
+        "assignment": assignment,
+        "submissions": size,
+        "jobs": jobs,
+        "seconds_jobs_1": round(serial, 2),
+        f"seconds_jobs_{jobs}": round(pooled, 2),
+        "seconds_per_notebook_jobs_1": round(serial / size, 3),
+        f"seconds_per_notebook_jobs_{jobs}": round(pooled / size, 3),
+        "ratio": round(pooled / serial, 3),
+    }
+
+
+def per_notebook(copies: int) -> list[dict[str, object]]:
+    rows = []
+    for assignment in list_assignments():
+        row: dict[str, object] = {"assignment": assignment}
+        for feedback in (False, True):
+            with tempfile.TemporaryDirectory() as tmp:
+                write_class(Path(tmp) / "submissions", assignment, copies, mixed=False)
+                seconds, grades = timed_grade(Path(tmp) / "submissions", Path(tmp) / "out", assignment, feedback=feedback)
+            assert all(r.score == r.max_score for r in grades), "the solution should score full marks"
+            row["seconds_per_submission" + ("_with_feedback" if feedback else "")] = round(seconds / copies, 2)
+        rows.append(row)
+    return rows
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--copies", type=int, default=3, help="submissions per notebook (default 3)")
+    parser.add_argument("mode", nargs="?", choices=("parallel", "per-notebook"), default="parallel")
+    parser.add_argument("--submissions", type=int, default=40, help="class size for `parallel` (default 40)")
+    parser.add_argument("--jobs", type=int, default=2, help="jobs to compare with one (default 2)")
+    parser.add_argument("--assignment", default=PARALLEL_ASSIGNMENT, help=f"for `parallel` (default {PARALLEL_ASSIGNMENT})")
+    parser.add_argument("--copies", type=int, default=3, help="submissions per notebook for `per-notebook` (default 3)")
     parser.add_argument("--json", type=Path, help="also write the figures here")
     args = parser.parse_args()
 
-    machine = {"cpus": os.cpu_count(), "platform": platform.platform(), "python": platform.python_version(), "torch": torch.__version__}
-    rows = []
-    for assignment in list_assignments():
-        rows.append({
-            "assignment": assignment,
-            "seconds_per_submission": round(measure(assignment, args.copies, feedback=False), 2),
-            "seconds_per_submission_with_feedback": round(measure(assignment, args.copies, feedback=True), 2),
-        })
-    print(f"machine: {machine}")
-    print(f"{'assignment':<32}{'s/submission':>14}{'with feedback':>15}")
-    for row in rows:
-        print(f"{row['assignment']:<32}{row['seconds_per_submission']:>14.2f}{row['seconds_per_submission_with_feedback']:>15.2f}")
+    figures: dict[str, object] = {"machine": machine()}
+    print(f"machine: {figures['machine']}")
+    if args.mode == "parallel":
+        result = parallel(args.assignment, args.submissions, args.jobs)
+        figures["parallel"] = result
+        verdict = "meets" if result["ratio"] <= TARGET_RATIO else "MISSES"
+        print(f"{result['submissions']} submissions of {result['assignment']}: "
+              f"jobs=1 {result['seconds_jobs_1']:.1f} s ({result['seconds_per_notebook_jobs_1']:.2f} s/notebook), "
+              f"jobs={args.jobs} {result[f'seconds_jobs_{args.jobs}']:.1f} s ({result[f'seconds_per_notebook_jobs_{args.jobs}']:.2f} s/notebook); "
+              f"ratio {result['ratio']:.2f} ({verdict} the target of {TARGET_RATIO})")
+    else:
+        figures["per_notebook"] = rows = per_notebook(args.copies)
+        print(f"{'assignment':<32}{'s/submission':>14}{'with feedback':>15}")
+        for row in rows:
+            print(f"{row['assignment']:<32}{row['seconds_per_submission']:>14.2f}{row['seconds_per_submission_with_feedback']:>15.2f}")
     if args.json:
-        args.json.write_text(json.dumps({"machine": machine, "copies": args.copies, "results": rows}, indent=2))
+        args.json.write_text(json.dumps(figures, indent=2))
 
 
 if __name__ == "__main__":

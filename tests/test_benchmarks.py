@@ -1,11 +1,14 @@
-"""benchmarks/complexity.py runs, measures what it says, and writes its figures as JSON."""
+"""The benchmarks run, measure what they say, and write their figures as JSON; the grading one meets its ratio."""
 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
@@ -49,3 +52,19 @@ def test_fused_attention_benchmark_quick_run_checks_the_kernel(tmp_path: Path) -
         assert peak[("naive", 512, False)] == 4 * 2 * 512 * 512 * 4, "naive holds scores and weights for 4 heads"
     else:
         assert "triton (notebook 07)" in methods
+
+
+@pytest.mark.slow
+@pytest.mark.skipif((os.cpu_count() or 1) < 2, reason="the --jobs 2 ratio is defined for a machine with at least 2 cores")
+def test_grading_40_submissions_with_two_jobs_takes_at_most_0_6_of_one(tmp_path: Path) -> None:
+    # The issue's benchmark as it stands, in one run: both sides see the same machine load.
+    out = tmp_path / "grading.json"
+    run = subprocess.run([sys.executable, str(REPO_ROOT / "benchmarks" / "grading.py"), "parallel", "--submissions", "40", "--jobs", "2",
+                          "--json", str(out)], capture_output=True, text=True, timeout=600, cwd=tmp_path)
+    assert run.returncode == 0, run.stderr[-3000:]  # includes the check that both runs give the same rows
+    figures = json.loads(out.read_text())
+    result = figures["parallel"]
+    assert figures["machine"]["device"] == "cpu" and result["submissions"] == 40
+    assert result["seconds_jobs_1"] > 0 and result["seconds_jobs_2"] > 0
+    assert result["ratio"] == pytest.approx(result["seconds_jobs_2"] / result["seconds_jobs_1"], abs=2e-3)
+    assert result["ratio"] <= 0.6, f"--jobs 2 took {result['ratio']:.2f} of the --jobs 1 time: {run.stdout}"

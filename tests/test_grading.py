@@ -13,6 +13,7 @@ from autograder.demo import DEMO_ASSIGNMENT, DEMO_MISTAKES
 from autograder.grade import GRADES_CSV, TESTS_CSV, AssignmentSpec
 from autograder.mistakes import CORRECT_VARIANTS, MISTAKES
 from autograder.settings import REPO_ROOT, SOLUTIONS_DIR
+from autograder.summary import GRADEBOOK_CSV, SUMMARY_MD, SUMMARY_PNG
 
 from conftest import ASSIGNMENTS, GradedClass, tree_digest, variant_rounds
 
@@ -91,6 +92,22 @@ def test_tests_csv_has_one_row_per_graded_test(graded_class: GradedClass) -> Non
     assert {(r["student_id"], r["assignment"], r["test"]) for r in rows} == expected
     for row in rows:
         assert 0 <= float(row["score"]) <= float(row["max_score"]) == spec(row["assignment"]).tests[row["test"]]
+
+
+def test_gradebook_and_summary_agree_with_grades_csv(graded_class: GradedClass) -> None:
+    with (graded_class.out / GRADES_CSV).open() as handle:
+        points = {(r["student_id"], r["assignment"]): float(r["score"]) for r in csv.DictReader(handle)}
+    with (graded_class.out / GRADEBOOK_CSV).open() as handle:
+        gradebook = list(csv.DictReader(handle))
+    assert list(gradebook[0]) == ["student_id", *ASSIGNMENTS, "total"]
+    assert {r["student_id"] for r in gradebook} == {s for s, _ in points}
+    for row in gradebook:
+        for assignment in ASSIGNMENTS:
+            assert float(row[assignment]) == points[(row["student_id"], assignment)], (row["student_id"], assignment)
+        assert float(row["total"]) == pytest.approx(sum(points[(row["student_id"], a)] for a in ASSIGNMENTS))
+    summary = (graded_class.out / SUMMARY_MD).read_text()
+    assert all(f"## {a} (max {spec(a).max_score:g} points)" in summary for a in ASSIGNMENTS)
+    assert "Most failed tests:" in summary and (graded_class.out / SUMMARY_PNG).stat().st_size > 1000
 
 
 def test_feedback_hides_hidden_tests_but_explains_failures(graded_class: GradedClass) -> None:

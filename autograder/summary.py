@@ -1,0 +1,138 @@
+"""What an instructor reads after grading: an LMS gradebook, and a class summary with a plot.
+
+``gradebook.csv`` has one row per student and one column of points per assignment, the
+shape that Canvas, Moodle and most spreadsheets import (map the ``student_id`` column to
+the LMS's login or ID column). ``summary.md`` gives, per assignment, the score
+distribution, how many pairs could not be graded and why, and the tests most often failed;
+``summary.png`` draws the distributions.
+"""
+
+from __future__ import annotations
+
+import csv
+import statistics
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+
+from .worker import AssignmentSpec, GradeRow, TestRow
+
+GRADEBOOK_CSV = "gradebook.csv"
+SUMMARY_MD = "summary.md"
+SUMMARY_PNG = "summary.png"
+BINS = 10  # histogram bins of 10 percentage points each
+
+
+@dataclass(frozen=True)
+class TestFailures:
+    test: str
+    failed: int  # graded submissions that lost points on this test
+    graded: int
+
+    @property
+    def share(self) -> float:
+        return self.failed / self.graded if self.graded else 0.0
+
+
+@dataclass(frozen=True)
+class AssignmentSummary:
+    assignment: str
+    max_score: float
+    percents: list[float]  # one per graded submission, 0..100
+    not_graded: Counter  # the status's first clause -> how many pairs
+    most_failed: list[TestFailures]  # most failed first; tests nobody failed are left out
+
+    @property
+    def histogram(self) -> list[int]:
+        """Counts in bins [0,10), [10,20), ..., [90,100]: full marks land in the last bin."""
+        counts = [0] * BINS
+        for percent in self.percents:
+            counts[min(int(percent // (100 / BINS)), BINS - 1)] += 1
+        return counts
+
+
+def summarize(grades: list[GradeRow], tests: list[TestRow], specs: dict[str, AssignmentSpec]) -> list[AssignmentSummary]:
+    """One summary per assignment that has any grade row, in course order."""
+    summaries = []
+    for name, spec in specs.items():
+        rows = [r for r in grades if r.assignment == name]
+        if not rows:
+            continue
+        graded = [r for r in rows if r.status.startswith("graded")]
+        graded_pairs = {(r.student_id, r.assignment) for r in graded}
+        lost = Counter(
+            t.test for t in tests if (t.student_id, t.assignment) in graded_pairs and t.score < t.max_score
+        )
+        summaries.append(AssignmentSummary(
+            assignment=name,
+            max_score=spec.max_score,
+            percents=[100 * r.score / r.max_score if r.max_score else 0.0 for r in graded],
+            not_graded=Counter(r.status.split(";")[0].split(":")[0] for r in rows if not r.status.startswith("graded")),
+            most_failed=[TestFailures(test, n, len(graded)) for test, n in sorted(lost.items(), key=lambda kv: (-kv[1], list(spec.tests).index(kv[0])))],
+        ))
+    return summaries
+
+
+def write_gradebook(grades: list[GradeRow], specs: dict[str, AssignmentSpec], out: Path) -> Path:
+    """Wide CSV: student_id, then points per assignment (empty when never handed in), then the total."""
+    names = [n for n in specs if any(r.assignment == n for r in grades)]
+    students = list(dict.fromkeys(r.student_id for r in grades if r.assignment in names))
+    points = {(r.student_id, r.assignment): r.score for r in grades if r.assignment in names}
+    path = out / GRADEBOOK_CSV
+    with path.open("w", newline="", encoding="utf-8") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["student_id", *names, "total"])
+        for student in students:
+            scores = [points.get((student, n)) for n in names]
+            writer.writerow([student, *(f"{s:g}" if s is not None else "" for s in scores), f"{sum(s or 0 for s in scores):g}"])
+    return path
+
+
+def format_summary(summaries: list[AssignmentSummary], unplaced: int = 0) -> str:
+    """Markdown: a table of distributions, then the most-failed tests per assignment."""
+    lines = ["# Class summary", "", "| assignment | graded | mean % | median % | min % | max % | full marks | not graded |",
+             "|---|---:|---:|---:|---:|---:|---:|---|"]
+    for s in summaries:
+        stats = (statistics.mean(s.percents), statistics.median(s.percents), min(s.percents), max(s.percents)) if s.percents else None
+        shown = " | ".join(f"{v:.0f}" for v in stats) if stats else "– | – | – | –"
+        full = sum(p >= 100 for p in s.percents)
+        missing = ", ".join(f"{n} {why}" for why, n in s.not_graded.most_common()) or "0"
+        lines.append(f"| {s.assignment} | {len(s.percents)} | {shown} | {full} | {missing} |")
+    if unplaced:
+        lines += ["", f"{unplaced} file(s) could not be matched to an assignment; see the rows with assignment `?` in grades.csv."]
+    for s in summaries:
+        lines += ["", f"## {s.assignment} (max {s.max_score:g} points)", "",
+                  "Scores in bins of 10 %: " + " ".join(str(c) for c in s.histogram), ""]
+        if not s.most_failed:
+            lines.append("No graded submission lost points on any test.")
+            continue
+        lines.append("Most failed tests:")
+        lines += [f"- `{f.test}`: {f.failed} of {f.graded} ({100 * f.share:.0f} %)" for f in s.most_failed[:5]]
+    return "\n".join(lines) + "\n"
+
+
+def plot_summary(summaries: list[AssignmentSummary], path: Path) -> Path:
+    """Histograms of score percentages, one panel per assignment, drawn off-screen."""
+    from matplotlib.figure import Figure  # a bare Figure: no pyplot state, no display, no backend switch
+
+    figure = Figure(figsize=(3.2 * max(len(summaries), 1), 2.8), layout="constrained")
+    axes = figure.subplots(1, max(len(summaries), 1), squeeze=False)[0]
+    edges = [i * 100 / BINS for i in range(BINS + 1)]
+    for ax, s in zip(axes, summaries):
+        ax.stairs(s.histogram, edges, fill=True)
+        ax.set_title(s.assignment, fontsize=8)
+        ax.set_xlabel("score (%)")
+        ax.set_xlim(0, 100)
+    axes[0].set_ylabel("submissions")
+    figure.savefig(path, dpi=100)
+    return path
+
+
+def write_summary(grades: list[GradeRow], tests: list[TestRow], specs: dict[str, AssignmentSpec], out: Path) -> str:
+    """Write gradebook.csv, summary.md and summary.png under ``out``; return the Markdown."""
+    write_gradebook(grades, specs, out)
+    summaries = summarize(grades, tests, specs)
+    text = format_summary(summaries, unplaced=sum(r.assignment not in specs for r in grades))
+    (out / SUMMARY_MD).write_text(text, encoding="utf-8")
+    plot_summary(summaries, out / SUMMARY_PNG)
+    return text
