@@ -1,4 +1,4 @@
-"""The instructor's command line: ``python -m autograder {release,grade,demo}``."""
+"""The instructor's command line: ``python -m autograder {release,grade,site,demo}``."""
 
 from __future__ import annotations
 
@@ -63,6 +63,17 @@ def _grade(args: argparse.Namespace) -> int:
     return 0
 
 
+def _site(args: argparse.Namespace) -> int:
+    from .site import build_site
+
+    out = Path(args.out)
+    pages = build_site(out)
+    for page in pages:
+        print(f"{page.name}.html  ({page.seconds:.0f} s to run)")
+    print(f"\nopen {out.resolve() / 'index.html'} in a browser")
+    return 0
+
+
 def _demo(args: argparse.Namespace) -> int:
     from .demo import run_demo
 
@@ -99,6 +110,10 @@ def main(argv: list[str] | None = None) -> int:
     )
     grade.add_argument("--regrade", action="store_true", help="grade everything again, even submissions unchanged since the last run into --out")
     grade.set_defaults(run=_grade)
+
+    site = commands.add_parser("site", help="run the solution notebooks and build a static web site of them for self-learners")
+    site.add_argument("--out", default="site", help="where index.html and one page per notebook go (default: site/)")
+    site.set_defaults(run=_site)
 
     demo = commands.add_parser("demo", help="grade a small synthetic class and print the score table")
     demo.add_argument("--out", help="keep grades.csv, tests.csv and feedback/ here")

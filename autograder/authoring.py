@@ -73,3 +73,42 @@ def notebook(cells: list[NotebookNode], *, title_id: str) -> NotebookNode:
     nb.cells = cells
     nbformat.validate(nb)
     return nb
+
+
+SELF_CHECK_INTRO_ID = "self-check-intro"
+SELF_CHECK_ID = "self-check"
+
+
+def stamp_course_cells(nb: NotebookNode, path: str, *, student: bool) -> bool:
+    """Put the course's standard cells into ``nb``; ``path`` is its place in the repository.
+
+    First, under the title: the Colab badge and the setup cell, from ``course_utils.colab`` (the
+    repository address lives there alone). Last: the self-check (``course_utils.selfcheck``).
+    Returns whether anything changed; stamping twice changes nothing.
+    """
+    from course_utils.colab import BADGE_CELL_ID, SETUP_CELL_ID, badge_markdown, setup_source
+
+    name = path.rsplit("/", 1)[-1].removesuffix(".ipynb")
+    needs_triton = any(c.cell_type == "code" and "import triton" in c.source for c in nb.cells)
+    stamped = {
+        BADGE_CELL_ID: markdown(badge_markdown(path, student=student)),
+        SETUP_CELL_ID: code(setup_source(("kernels",) if needs_triton else ())),
+        SELF_CHECK_INTRO_ID: markdown(
+            """
+            ## Check your work
+
+            The cell below runs this notebook's visible tests again, on the functions as you last ran them,
+            and reports which pass and why the others fail. It needs no nbgrader, so it works on Colab too.
+            Hidden tests run only when the course grades your notebook.
+            """
+        ),
+        SELF_CHECK_ID: code(f'from course_utils.selfcheck import check_my_work\n\ncheck_my_work("{name}");'),
+    }
+    for cell_id, cell in stamped.items():
+        cell["id"] = cell_id
+    rest = [c for c in nb.cells if c.get("id") not in stamped]
+    # The badge right under the title, on the first screen; the setup cell before any import.
+    cells = rest[:1] + [stamped[BADGE_CELL_ID], stamped[SETUP_CELL_ID]] + rest[1:] + [stamped[SELF_CHECK_INTRO_ID], stamped[SELF_CHECK_ID]]
+    changed = [(c.cell_type, c.get("id"), c.source) for c in cells] != [(c.cell_type, c.get("id"), c.source) for c in nb.cells]
+    nb.cells = cells
+    return changed

@@ -13,34 +13,12 @@ import re
 from pathlib import Path
 from typing import Any
 
-from course_utils.reference import cell_source, is_solution_cell, is_test_cell, nbgrader_meta
+from course_utils.reference import cell_source, hidden_part, is_solution_cell, is_test_cell, nbgrader_meta, visible_part
 
 from .course import ASSIGNMENT_NAME
 
 DEFINITIONS = (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 RANDOM_DRAW = re.compile(r"torch\.(randn|rand|randint|randperm)\(")
-
-
-def _split_hidden(source: str) -> tuple[str, str]:
-    """(visible, hidden) lines of a test cell, delimited the way nbgrader's ClearHiddenTests does it."""
-    visible, hidden, inside = [], [], False
-    for line in source.split("\n"):
-        if "BEGIN HIDDEN TESTS" in line:
-            inside = True
-        elif "END HIDDEN TESTS" in line:
-            inside = False
-        else:
-            (hidden if inside else visible).append(line)
-    return "\n".join(visible), "\n".join(hidden)
-
-
-def visible_part(source: str) -> str:
-    """A test cell as students see it: the hidden region removed."""
-    return _split_hidden(source)[0]
-
-
-def hidden_part(source: str) -> str:
-    return _split_hidden(source)[1]
 
 
 def _parse(source: str, where: str, found: list[str]) -> ast.Module | None:
@@ -146,7 +124,7 @@ def _test_cell_problems(cell: dict[str, Any]) -> list[str]:
         found.append(f"{where}: must be locked, so students cannot edit the tests")
     if not source.lstrip().startswith("#"):
         found.append(f"{where}: must start with a comment saying what it checks")
-    visible, hidden = _split_hidden(source)
+    visible, hidden = visible_part(source), hidden_part(source)
     for version, text, may_be_empty in (("as graded", source, False), ("as students see it", visible, True)):
         tree = _parse(text, f"{where} ({version})", found)
         if tree is not None and not _ends_with_assert(tree, may_be_empty=may_be_empty):

@@ -1,6 +1,8 @@
 """``release``: generate the student notebooks in ``notebooks/`` from ``solutions/``.
 
-nbgrader's generate_assignment strips solutions and hidden tests. It is run in a
+First the course's standard cells (the Colab badge and setup cell, the self-check) are
+written into each solution notebook (``autograder.authoring.stamp_course_cells``).
+nbgrader's generate_assignment then strips solutions and hidden tests. It is run in a
 scratch course and the result copied over, so the repository never holds a
 gradebook. The output depends only on the solution notebooks: a second run changes
 no byte, and ``--check`` compares a fresh generation with what is committed.
@@ -13,6 +15,9 @@ import shutil
 import tempfile
 from pathlib import Path
 
+import nbformat
+
+from .authoring import stamp_course_cells
 from .course import list_assignments, scratch_course
 from .settings import NOTEBOOKS_DIR, SOLUTIONS_DIR
 
@@ -27,11 +32,34 @@ def generate(solutions_dir: Path, out_dir: Path, assignments: list[str] | None =
     return names
 
 
+def stamp(folder: Path, name: str, *, student: bool) -> bool:
+    """Write the course cells (Colab badge and setup, self-check) into ``folder/NAME/NAME.ipynb``; True when the file changed."""
+    path = folder / name / f"{name}.ipynb"
+    notebook = nbformat.read(path, as_version=4)
+    changed = stamp_course_cells(notebook, f"{'notebooks' if student else 'solutions'}/{name}/{name}.ipynb", student=student)
+    if changed:
+        nbformat.write(notebook, path)
+    return changed
+
+
+def generate_stamped(solutions_dir: Path, out_dir: Path) -> list[str]:
+    """nbgrader's student versions, with badges that point at ``notebooks/`` instead of ``solutions/``."""
+    names = generate(solutions_dir, out_dir)
+    for name in names:
+        stamp(out_dir, name, student=True)
+    return names
+
+
 def release(solutions_dir: Path = SOLUTIONS_DIR, notebooks_dir: Path = NOTEBOOKS_DIR) -> list[str]:
-    """Regenerate ``notebooks_dir`` from ``solutions_dir``: afterwards it holds exactly what nbgrader generated."""
+    """Stamp the course cells into ``solutions_dir``, then regenerate ``notebooks_dir`` from it.
+
+    Afterwards ``notebooks_dir`` holds exactly what nbgrader generated, with its own badges.
+    """
+    for name in list_assignments(solutions_dir):
+        stamp(solutions_dir, name, student=False)
     staging = Path(tempfile.mkdtemp(prefix="release-")) / "notebooks"
     try:
-        names = generate(solutions_dir.resolve(), staging)  # fails before notebooks/ is touched
+        names = generate_stamped(solutions_dir.resolve(), staging)  # fails before notebooks/ is touched
         shutil.rmtree(notebooks_dir, ignore_errors=True)
         shutil.copytree(staging, notebooks_dir)
     finally:
@@ -43,10 +71,11 @@ def stale_notebooks(solutions_dir: Path = SOLUTIONS_DIR, notebooks_dir: Path = N
     """Files under ``notebooks_dir`` that differ from a fresh release, are missing, or are extra."""
     with tempfile.TemporaryDirectory(prefix="release-check-") as tmp:
         fresh = Path(tmp) / "notebooks"
-        generate(solutions_dir.resolve(), fresh)
+        generate_stamped(solutions_dir.resolve(), fresh)
         expected = _files(fresh)
         actual = _files(notebooks_dir) if notebooks_dir.is_dir() else set()
-        problems = [f"missing: notebooks/{p}" for p in sorted(expected - actual)]
+        problems = [f"course cells (Colab badge, setup, self-check) out of date: solutions/{n}/{n}.ipynb" for n in list_assignments(solutions_dir) if _unstamped(solutions_dir, n)]
+        problems += [f"missing: notebooks/{p}" for p in sorted(expected - actual)]
         problems += [f"not generated from solutions/: notebooks/{p}" for p in sorted(actual - expected)]
         problems += [
             f"differs from what solutions/ generates: notebooks/{p}"
@@ -54,6 +83,11 @@ def stale_notebooks(solutions_dir: Path = SOLUTIONS_DIR, notebooks_dir: Path = N
             if not filecmp.cmp(fresh / p, notebooks_dir / p, shallow=False)
         ]
     return problems
+
+
+def _unstamped(solutions_dir: Path, name: str) -> bool:
+    notebook = nbformat.read(solutions_dir / name / f"{name}.ipynb", as_version=4)
+    return stamp_course_cells(notebook, f"solutions/{name}/{name}.ipynb", student=False)
 
 
 def _files(folder: Path) -> set[str]:

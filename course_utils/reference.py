@@ -49,6 +49,28 @@ def is_test_cell(cell: dict[str, Any]) -> bool:
     return cell.get("cell_type") == "code" and bool(meta.get("grade")) and not meta.get("solution")
 
 
+def _split_hidden(source: str) -> tuple[str, str]:
+    """(visible, hidden) lines of a test cell, delimited the way nbgrader's ClearHiddenTests does it."""
+    visible, hidden, inside = [], [], False
+    for line in source.split("\n"):
+        if "BEGIN HIDDEN TESTS" in line:
+            inside = True
+        elif "END HIDDEN TESTS" in line:
+            inside = False
+        else:
+            (hidden if inside else visible).append(line)
+    return "\n".join(visible), "\n".join(hidden)
+
+
+def visible_part(source: str) -> str:
+    """A test cell as students see it: the hidden region removed."""
+    return _split_hidden(source)[0]
+
+
+def hidden_part(source: str) -> str:
+    return _split_hidden(source)[1]
+
+
 def solution_cells(notebook: dict[str, Any]) -> dict[str, str]:
     """grade_id -> source of each solution cell, in notebook order."""
     return {nbgrader_meta(c)["grade_id"]: cell_source(c) for c in notebook["cells"] if is_solution_cell(c)}

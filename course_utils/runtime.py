@@ -13,6 +13,8 @@ import random
 import numpy as np
 import torch
 
+from .colab import on_colab
+
 GRADING_ENV_VAR = "NBGRADER_EXECUTION"
 
 
@@ -41,7 +43,10 @@ def init(seed: int = 0, *, verbose: bool = True) -> torch.device:
     device = pick_device()
     if verbose:
         mode = "grading (small sizes)" if is_grading() else "interactive"
-        print(f"torch {torch.__version__} | device: {device} | seed: {seed} | mode: {mode}")
+        where = " | on Colab" if on_colab() else ""
+        print(f"torch {torch.__version__} | device: {device} | seed: {seed} | mode: {mode}{where}")
+        if on_colab():
+            print("To hand in: File > Download > Download .ipynb, and keep the notebook's file name.")
     return device
 
 

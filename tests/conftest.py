@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import nbformat
 import pytest
@@ -14,6 +15,9 @@ from autograder.grade import GradingReport, grade
 from autograder.mistakes import CORRECT_VARIANTS, MISTAKES, Variant
 from autograder.settings import REPO_ROOT, SOLUTIONS_DIR
 from autograder.submissions import released, solved, write_submission
+
+if TYPE_CHECKING:
+    from colab_like import ColabRuntime, NotebookRun
 
 ASSIGNMENTS = list_assignments(SOLUTIONS_DIR)
 
@@ -112,3 +116,28 @@ def bad_class(tmp_path_factory: pytest.TempPathFactory) -> GradedClass:
 @pytest.fixture(scope="session")
 def repo_root() -> Path:
     return REPO_ROOT
+
+
+@dataclass
+class ColabRuns:
+    runtime: "ColabRuntime"
+    student: dict[str, "NotebookRun"]
+    solution: dict[str, "NotebookRun"]
+    triton_before_07: bool  # whether Triton was there before notebook 07's setup cell ran
+
+
+@pytest.fixture(scope="session")
+def colab_runs(tmp_path_factory: pytest.TempPathFactory) -> ColabRuns:
+    """Every notebook run in a Colab-like runtime: the student versions first (the first one's setup
+    cell installs the package, notebook 07's adds Triton), then the solutions."""
+    from colab_like import make_runtime
+
+    runtime = make_runtime(tmp_path_factory.mktemp("colab") / "venv")
+    student, solution, triton_before_07 = {}, {}, False
+    for name in ASSIGNMENTS:
+        if name.startswith("07"):
+            triton_before_07 = runtime.has_module("triton")
+        student[name] = runtime.execute(REPO_ROOT / "notebooks" / name / f"{name}.ipynb", allow_errors=True)
+    for name in ASSIGNMENTS:
+        solution[name] = runtime.execute(SOLUTIONS_DIR / name / f"{name}.ipynb", allow_errors=False)
+    return ColabRuns(runtime, student, solution, triton_before_07)

@@ -26,7 +26,9 @@ def test_ci_runs_the_readme_setup_and_test_commands(repo_root) -> None:
     ci = (repo_root / ".ci" / "run").read_text().splitlines()
     assert readme_command(repo_root, "setup-command") in ci
     assert readme_command(repo_root, "test-command") in ci
+    assert readme_command(repo_root, "browser-command") in ci
     assert ci.index(readme_command(repo_root, "setup-command")) < ci.index(readme_command(repo_root, "test-command"))
+    assert ci.index(readme_command(repo_root, "browser-command")) < ci.index(readme_command(repo_root, "test-command"))
 
 
 def test_environment_yml_agrees_with_pyproject(repo_root) -> None:

@@ -8,7 +8,7 @@ import subprocess
 import sys
 
 from autograder.course import list_assignments
-from autograder.release import generate, stale_notebooks
+from autograder.release import generate_stamped, stale_notebooks
 from autograder.settings import NOTEBOOKS_DIR, SOLUTIONS_DIR
 from course_utils.reference import cell_source, is_solution_cell
 
@@ -18,8 +18,8 @@ def test_notebooks_are_in_sync_with_solutions() -> None:
 
 
 def test_release_is_deterministic(tmp_path) -> None:
-    generate(SOLUTIONS_DIR, tmp_path / "a")
-    generate(SOLUTIONS_DIR, tmp_path / "b")
+    generate_stamped(SOLUTIONS_DIR, tmp_path / "a")
+    generate_stamped(SOLUTIONS_DIR, tmp_path / "b")
     for name in list_assignments():
         first = (tmp_path / "a" / name / f"{name}.ipynb").read_bytes()
         assert first == (tmp_path / "b" / name / f"{name}.ipynb").read_bytes()
@@ -50,3 +50,16 @@ def test_student_notebooks_hold_no_solutions_or_hidden_tests() -> None:
         cells = json.loads(text)["cells"]
         stubs = [cell_source(c) for c in cells if is_solution_cell(c)]
         assert stubs and all("raise NotImplementedError()" in s for s in stubs)
+
+
+def test_release_check_names_a_solution_whose_course_cells_are_missing(tmp_path) -> None:
+    solutions = tmp_path / "solutions"
+    shutil.copytree(SOLUTIONS_DIR, solutions)
+    name = list_assignments()[0]
+    path = solutions / name / f"{name}.ipynb"
+    notebook = json.loads(path.read_text())
+    notebook["cells"] = [c for c in notebook["cells"] if c.get("id") != "colab-badge"]
+    path.write_text(json.dumps(notebook, indent=1))
+    assert stale_notebooks(solutions, NOTEBOOKS_DIR) == [
+        f"course cells (Colab badge, setup, self-check) out of date: solutions/{name}/{name}.ipynb"
+    ]

@@ -1,0 +1,97 @@
+"""A Colab-like runtime: a fresh virtual environment with only what Colab has, and a kernel in it.
+
+Colab gives torch, numpy, matplotlib and a Jupyter kernel, and nothing of this course. A notebook's
+setup cell must install the rest, here from a copy of the checkout (``COURSE_PACKAGE_SOURCE``)
+instead of the repository on GitHub. Every notebook, student and solution version, runs there.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import nbformat
+from nbformat.notebooknode import NotebookNode
+
+from autograder.settings import REPO_ROOT
+from course_utils.colab import SOURCE_ENV_VAR
+
+COLAB_PACKAGES = ["torch", "numpy", "matplotlib", "ipykernel"]
+KERNEL_NAME = "colab-like"
+# What pip needs to build the package: the copy holds these and nothing else of the repository.
+PACKAGE_FILES = ["pyproject.toml", "README.md", "course_utils", "autograder"]
+
+
+@dataclass
+class ColabRuntime:
+    root: Path
+    package_source: Path
+    runs: dict[tuple[str, str], "NotebookRun"] = field(default_factory=dict)  # (folder, name) -> run
+
+    @property
+    def python(self) -> Path:
+        return self.root / "bin" / "python"
+
+    def has_module(self, module: str) -> bool:
+        probe = [str(self.python), "-c", f"import importlib.util, sys; sys.exit(importlib.util.find_spec({module!r}) is None)"]
+        return subprocess.run(probe, cwd=self.root).returncode == 0
+
+    def execute(self, notebook_path: Path, *, allow_errors: bool, timeout: int = 180) -> "NotebookRun":
+        from jupyter_client.kernelspec import KernelSpecManager
+        from jupyter_client.manager import KernelManager
+        from nbclient import NotebookClient
+
+        notebook = nbformat.read(notebook_path, as_version=4)
+        specs = KernelSpecManager(kernel_dirs=[str(self.root / "share" / "jupyter" / "kernels")])
+        manager = KernelManager(kernel_name=KERNEL_NAME, kernel_spec_manager=specs)
+        client = NotebookClient(notebook, km=manager, timeout=timeout, allow_errors=allow_errors,
+                                resources={"metadata": {"path": str(notebook_path.parent)}})
+        env = {k: v for k, v in os.environ.items() if k not in ("NBGRADER_EXECUTION", "VIRTUAL_ENV", "PYTHONPATH")}
+        env[SOURCE_ENV_VAR] = self.package_source.as_uri()
+        env["PATH"] = f"{self.root / 'bin'}{os.pathsep}{env.get('PATH', '')}"
+        started = time.monotonic()
+        client.execute(env=env)
+        return NotebookRun(notebook, time.monotonic() - started)
+
+
+@dataclass
+class NotebookRun:
+    notebook: NotebookNode
+    seconds: float
+
+    def outputs(self, kind: str) -> list[dict]:
+        return [o for c in self.notebook.cells if c.cell_type == "code" for o in c.outputs if o.output_type == kind]
+
+    def text(self) -> str:
+        return "".join(o.get("text", "") for o in self.outputs("stream"))
+
+    def cell_seconds(self, cell_id: str) -> float:
+        from datetime import datetime
+
+        cell = next(c for c in self.notebook.cells if c.get("id") == cell_id)
+        timing = cell.metadata.get("execution", {})
+        start, end = timing.get("iopub.execute_input"), timing.get("shell.execute_reply")
+        if not (start and end):
+            return 0.0
+        parse = lambda s: datetime.fromisoformat(s.replace("Z", "+00:00"))  # noqa: E731
+        return (parse(end) - parse(start)).total_seconds()
+
+
+def make_runtime(root: Path) -> ColabRuntime:
+    """A fresh venv with Colab's packages (torch pinned to the course's CPU build) and a kernel."""
+    subprocess.run([sys.executable, "-m", "venv", str(root)], check=True)
+    python = str(root / "bin" / "python")
+    pip = [python, "-m", "pip", "install", "-q", "-c", str(REPO_ROOT / "constraints-cpu.txt")]
+    subprocess.run(pip + COLAB_PACKAGES, check=True, capture_output=True)
+    subprocess.run([python, "-m", "ipykernel", "install", "--prefix", str(root), "--name", KERNEL_NAME], check=True, capture_output=True)
+    source = root.parent / "course-package"
+    source.mkdir(parents=True, exist_ok=True)
+    for name in PACKAGE_FILES:
+        copy = shutil.copytree if (REPO_ROOT / name).is_dir() else shutil.copy2
+        copy(REPO_ROOT / name, source / name, **({"ignore": shutil.ignore_patterns("__pycache__")} if copy is shutil.copytree else {}))
+    return ColabRuntime(root, source)

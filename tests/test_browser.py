@@ -1,0 +1,207 @@
+"""In a real browser: the solutions site as self-learners read it, and a student notebook in JupyterLab.
+
+Headless Chromium (Debian's ``chromium``) driven by Playwright. Without Chromium these tests skip,
+except under CI, which installs it (see the README) and where a skip would hide a broken path.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+from typing import Iterator
+
+import nbformat
+import pytest
+
+from autograder.settings import REPO_ROOT
+from autograder.site import build_site
+from autograder.submissions import released, solved
+from course_utils.colab import BADGE_IMAGE
+
+from conftest import ASSIGNMENTS, ColabRuns
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+if CHROMIUM is None and os.environ.get("CI"):
+    raise RuntimeError("CI must run the browser tests: install Debian's chromium (see the README's setup)")
+
+pytestmark = [pytest.mark.slow, pytest.mark.skipif(CHROMIUM is None, reason="needs Debian's chromium for the browser tests")]
+
+FIRST = ASSIGNMENTS[0]
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator:
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=["--no-sandbox"])
+        yield chromium
+        chromium.close()
+
+
+class PageWatch:
+    """A page that remembers console errors, uncaught exceptions and any request off this machine."""
+
+    def __init__(self, browser, base: str = "file://") -> None:
+        self.page = browser.new_page(viewport={"width": 1200, "height": 900})
+        self.errors: list[str] = []
+        self.page.on("console", lambda m: self.errors.append(f"console: {m.text}") if m.type == "error" else None)
+        self.page.on("pageerror", lambda e: self.errors.append(f"page error: {e}"))
+
+        def block_network(route) -> None:
+            if not route.request.url.startswith((base, "data:")):
+                self.errors.append(f"asked the network for {route.request.url}")
+                route.abort()
+            else:
+                route.continue_()
+
+        self.page.route("**/*", block_network)
+
+
+@pytest.fixture(scope="module")
+def site(colab_runs: ColabRuns, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("site")
+    build_site(out, executed={name: run.notebook for name, run in colab_runs.solution.items()})
+    return out
+
+
+def test_site_has_a_contents_page_in_course_order(site: Path, browser) -> None:
+    watch = PageWatch(browser)
+    watch.page.goto((site / "index.html").as_uri())
+    links = watch.page.eval_on_selector_all("ol.toc > li > a", "as => as.map(a => a.getAttribute('href'))")
+    assert links == [f"{name}.html" for name in ASSIGNMENTS]
+    assert watch.page.locator("ol.toc").inner_text().count("By the end") == 0, "goals are listed, not introduced"
+    assert watch.page.locator("ol.toc li li").count() >= 3 * len(ASSIGNMENTS), "each entry lists its learning goals"
+    assert watch.errors == []
+
+
+@pytest.mark.parametrize("name", ASSIGNMENTS)
+def test_every_page_loads_with_its_figures_and_no_errors(site: Path, browser, colab_runs: ColabRuns, name: str, tmp_path: Path) -> None:
+    watch = PageWatch(browser)
+    watch.page.goto((site / f"{name}.html").as_uri())
+    watch.page.wait_for_load_state("load")
+    images = watch.page.eval_on_selector_all("main img", "imgs => imgs.map(i => [i.complete, i.naturalWidth])")
+    executed = colab_runs.solution[name]
+    expected = sum("image/png" in o.get("data", {}) for kind in ("display_data", "execute_result") for o in executed.outputs(kind))
+    assert len(images) == expected >= 3, f"{len(images)} images on the page, {expected} figures in the notebook"
+    assert all(complete and width > 0 for complete, width in images), f"figures that did not render: {images}"
+    assert watch.page.locator("math").count() > 0, "the math is rendered as MathML"
+    assert watch.page.locator("h1").first.inner_text().startswith(name[:2])
+    assert watch.errors == [], watch.errors
+    shot = tmp_path / f"{name}.png"
+    watch.page.screenshot(path=str(shot))
+    assert shot.stat().st_size > 10_000
+
+
+def test_pages_link_to_each_other(site: Path, browser) -> None:
+    watch = PageWatch(browser)
+    watch.page.goto((site / f"{FIRST}.html").as_uri())
+    watch.page.locator('nav.course a[rel="next"]').first.click()
+    assert watch.page.url.endswith(f"{ASSIGNMENTS[1]}.html")
+    watch.page.locator("nav.course a", has_text="Contents").first.click()
+    assert watch.page.url.endswith("index.html") and watch.errors == []
+
+
+# --- JupyterLab -------------------------------------------------------------------------------------
+
+
+IN_VIEW = ".jp-NotebookPanel:not(.lm-mod-hidden)"  # the notebook tab in front
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def jupyterlab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str, Path]]:
+    """JupyterLab on localhost, in the course environment, serving a folder with a student's notebooks."""
+    root = tmp_path_factory.mktemp("lab")
+    nbformat.write(released(FIRST), root / f"{FIRST}.ipynb")
+    (root / "solved").mkdir()
+    nbformat.write(solved(FIRST), root / "solved" / f"{FIRST}.ipynb")
+    port, token = free_port(), secrets.token_hex(16)
+    settings = root.parent / "lab-settings"  # no windowing: every cell's output is in the page
+    (settings / "@jupyterlab" / "notebook-extension").mkdir(parents=True)
+    (settings / "@jupyterlab" / "notebook-extension" / "tracker.jupyterlab-settings").write_text('{"windowingMode": "none"}')
+    env = {**os.environ, "JUPYTERLAB_SETTINGS_DIR": str(settings), "JUPYTER_RUNTIME_DIR": str(root.parent / "runtime"),
+           "JUPYTERLAB_WORKSPACES_DIR": str(root.parent / "workspaces")}  # no tabs restored from an earlier run
+    env.pop("NBGRADER_EXECUTION", None)
+    server = subprocess.Popen(
+        [sys.executable, "-m", "jupyterlab", "--no-browser", f"--port={port}", "--ServerApp.ip=127.0.0.1",
+         f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={root}", "--LabApp.expose_app_in_browser=True", "--allow-root"],
+        env=env, cwd=root, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                urllib.request.urlopen(f"{base}/api/status?token={token}", timeout=2)
+                break
+            except OSError:
+                if time.monotonic() > deadline or server.poll() is not None:
+                    raise RuntimeError("JupyterLab did not start") from None
+                time.sleep(0.5)
+        yield base, token, root
+    finally:
+        server.terminate()
+        server.wait(timeout=20)
+
+
+def open_notebook(browser, base: str, token: str, path: str) -> PageWatch:
+    watch = PageWatch(browser, base=base)
+    watch.page.goto(f"{base}/lab/tree/{path}?reset&token={token}")  # reset: no tabs restored from the last page
+    watch.page.wait_for_function("() => window.jupyterapp && window.jupyterapp.shell.currentWidget && "
+                                 "window.jupyterapp.shell.currentWidget.sessionContext && "
+                                 "window.jupyterapp.shell.currentWidget.sessionContext.session", timeout=60_000)
+    return watch
+
+
+def wait_until_idle(watch: PageWatch, timeout_ms: int = 90_000) -> None:
+    watch.page.wait_for_function(
+        "() => { const w = window.jupyterapp.shell.currentWidget;"
+        " return w.sessionContext.kernelDisplayStatus === 'idle' && !w.content.widgets.some(c => c.model.type === 'code' && c.promptNode && c.promptNode.textContent.includes('*')); }",
+        timeout=timeout_ms,
+    )
+
+
+def test_student_notebook_runs_in_jupyterlab(jupyterlab, browser, tmp_path: Path) -> None:
+    base, token, _ = jupyterlab
+    watch = open_notebook(browser, base, token, f"{FIRST}.ipynb")
+    wait_until_idle(watch)
+    # Run All stops at the first cell that raises: in an untouched notebook, the first stub.
+    watch.page.evaluate("() => window.jupyterapp.commands.execute('notebook:run-all-cells')")
+    watch.page.locator(f"{IN_VIEW} .jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']", has_text="NotImplementedError").first.wait_for(timeout=90_000)
+    wait_until_idle(watch)
+    text = watch.page.locator(f"{IN_VIEW} .jp-Notebook").inner_text()
+    assert "device: cpu" in text, "the first cell ran and reported the device"
+    # The student runs the self-check cell at the end, as the notebook tells them to.
+    watch.page.evaluate("() => { const nb = window.jupyterapp.shell.currentWidget.content;"
+                        " nb.activeCellIndex = nb.widgets.length - 1; return window.jupyterapp.commands.execute('notebook:run-cell'); }")
+    report = watch.page.locator(f"{IN_VIEW} .jp-OutputArea-output", has_text=f"Self-check of {FIRST}")
+    report.wait_for(timeout=60_000)
+    assert "0 of " in report.inner_text() and "not written yet" in report.inner_text()
+    watch.page.screenshot(path=str(tmp_path / "jupyterlab.png"))
+    offline = [e for e in watch.errors if "Failed to load resource" not in e and BADGE_IMAGE not in e]
+    assert offline == [], offline  # the Colab badge's image is on the internet, which this machine cannot reach
+
+
+def test_nbgrader_validate_passes_a_solved_notebook_in_jupyterlab(jupyterlab, browser, tmp_path: Path) -> None:
+    base, token, _ = jupyterlab
+    watch = open_notebook(browser, base, token, f"solved/{FIRST}.ipynb")
+    watch.page.locator(f"{IN_VIEW} .validate-button").click()
+    success = watch.page.get_by_text("Success! Your notebook passes all the tests.")
+    try:
+        success.wait_for(timeout=120_000)
+    finally:
+        watch.page.screenshot(path=str(tmp_path / "validate.png"))  # what the page showed, pass or fail
+    assert success.is_visible()

@@ -1,0 +1,141 @@
+"""The Colab cells every notebook starts with, and the self-check every notebook ends with."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from autograder.authoring import SELF_CHECK_ID, code, markdown, stamp_course_cells
+from autograder.authoring import tests as graded_test_cell
+from autograder.course import list_assignments
+from autograder.settings import NOTEBOOKS_DIR, REPO_ROOT, SOLUTIONS_DIR
+from course_utils import colab, selfcheck
+from course_utils.colab import BADGE_CELL_ID, REPOSITORY, SETUP_CELL_ID, SOURCE_ENV_VAR
+
+NOTEBOOKS = [(folder, name) for folder in ("solutions", "notebooks") for name in list_assignments()]
+
+
+def read(folder: str, name: str) -> nbformat.NotebookNode:
+    return nbformat.read(REPO_ROOT / folder / name / f"{name}.ipynb", as_version=4)
+
+
+@pytest.mark.parametrize(("folder", "name"), NOTEBOOKS, ids=[f"{f}/{n}" for f, n in NOTEBOOKS])
+def test_every_notebook_opens_in_colab_from_its_own_path(folder: str, name: str) -> None:
+    cells = read(folder, name).cells
+    assert cells[0].source.startswith(f"# {name[:2]} "), "the title stays first"
+    badge, setup = cells[1], cells[2]
+    assert (badge.get("id"), setup.get("id")) == (BADGE_CELL_ID, SETUP_CELL_ID)
+    assert colab.colab_url(f"{folder}/{name}/{name}.ipynb") in badge.source
+    assert "Open In Colab" in badge.source
+    if folder == "notebooks":
+        assert "Download .ipynb" in badge.source and f"`{name}.ipynb`" in badge.source, "students are told how to hand in"
+    assert setup.cell_type == "code" and not any(c.cell_type == "code" for c in cells[:2])
+    wants_triton = "[kernels]" in setup.source
+    assert wants_triton == (name == "07_fused_attention"), "Triton is installed only where a notebook needs it"
+    assert cells[-1].get("id") == SELF_CHECK_ID and f'check_my_work("{name}")' in cells[-1].source
+
+
+def test_the_repository_address_is_set_in_one_place() -> None:
+    tracked = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard"], cwd=REPO_ROOT, capture_output=True, text=True, check=True).stdout.split()
+    holders = [p for p in tracked if not p.endswith(".ipynb") and REPOSITORY in (REPO_ROOT / p).read_text(errors="ignore")]
+    assert holders == ["course_utils/colab.py"]
+
+
+def run_setup_cell(monkeypatch: pytest.MonkeyPatch, *, installed: bool, missing: str = "course_utils") -> list[list[str]]:
+    calls: list[list[str]] = []
+    monkeypatch.setattr(subprocess, "run", lambda args, **_: calls.append(args))
+    if not installed:
+        import importlib.util
+
+        real = importlib.util.find_spec
+        monkeypatch.setattr(importlib.util, "find_spec", lambda n, *a: None if n == missing else real(n, *a))
+    exec(read("notebooks", "07_fused_attention").cells[2].source, {})
+    return calls
+
+
+def test_setup_cell_does_nothing_where_the_package_is_installed(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert run_setup_cell(monkeypatch, installed=True) == []
+
+
+def test_setup_cell_installs_the_package_where_it_is_missing(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setenv(SOURCE_ENV_VAR, "file:///somewhere/checkout")
+    calls = run_setup_cell(monkeypatch, installed=False)
+    assert calls == [[sys.executable, "-m", "pip", "install", "-q", "attention-course[kernels] @ file:///somewhere/checkout"]]
+    assert "installing the course package" in capsys.readouterr().out
+    monkeypatch.delenv(SOURCE_ENV_VAR)
+    assert run_setup_cell(monkeypatch, installed=False)[0][-1] == f"attention-course[kernels] @ git+{REPOSITORY}@{colab.BRANCH}"
+    # Notebook 07 also needs Triton: a runtime with the package but not Triton installs the extra.
+    assert run_setup_cell(monkeypatch, installed=False, missing="triton")[0][-1].startswith("attention-course[kernels] @ ")
+
+
+def test_stamping_is_idempotent_and_moves_nothing_else() -> None:
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [markdown("# 99 · Title"), code("x = 1"), graded_test_cell("test_x", 1, "# checks x\nassert x == 1")]
+    assert stamp_course_cells(nb, "solutions/99_t/99_t.ipynb", student=False)
+    ids = [c.get("id") for c in nb.cells]
+    assert not stamp_course_cells(nb, "solutions/99_t/99_t.ipynb", student=False)
+    assert [c.get("id") for c in nb.cells] == ids and [c.source for c in nb.cells][3:5] == ["x = 1", "# checks x\nassert x == 1"]
+
+
+SMALL = {
+    "cells": [
+        code("def double(x):\n    return 2 * x"),
+        graded_test_cell("test_double", 2, "# double doubles\nassert double(2) == 4, 'double(2) should be 4'"),
+        graded_test_cell("test_triple", 1, "# a test this notebook fails\nassert double(3) == 9, 'double(3) gave 6, wanted 9: multiply by 3'"),
+        graded_test_cell("test_hidden", 1, "# visible part passes\nassert True\n### BEGIN HIDDEN TESTS\nassert False, 'hidden'\n### END HIDDEN TESTS"),
+        graded_test_cell("test_all_hidden", 1, "# nothing visible\n### BEGIN HIDDEN TESTS\nassert False, 'hidden'\n### END HIDDEN TESTS"),
+    ]
+}
+
+
+def test_self_check_runs_visible_tests_and_says_why_one_fails() -> None:
+    namespace: dict = {}
+    exec(SMALL["cells"][0].source, namespace)
+    report = selfcheck.run_tests(SMALL, namespace, "99_small")
+    assert [(r.test, r.passed) for r in report.results] == [("test_double", True), ("test_triple", False), ("test_hidden", True)]
+    assert report.hidden_only == ["test_all_hidden"]
+    assert "multiply by 3" in report.failed[0].why
+    text = str(report)
+    assert "2 of 3 visible tests pass (3 of 4 points" in text and "run only at grading: test_all_hidden" in text and "FAIL  test_triple" in text
+
+
+def test_self_check_reports_unwritten_functions(monkeypatch: pytest.MonkeyPatch) -> None:
+    from course_utils.checks import call
+
+    def stub(x):
+        raise NotImplementedError()
+
+    namespace = {"double": stub, "call": call}
+    cell = graded_test_cell("test_double", 1, "# double doubles\nassert call(double, 2, label='double(2)') == 4")
+    report = selfcheck.run_tests({"cells": [cell]}, namespace)
+    assert not report.results[0].passed and "not written yet" in report.results[0].why
+
+
+def test_self_check_finds_the_notebook_and_stays_quiet_while_grading(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("JPY_SESSION_NAME", raising=False)
+    with pytest.raises(FileNotFoundError, match="cannot find the notebook 99_small.ipynb"):
+        selfcheck.find_notebook("99_small")
+    small = nbformat.v4.new_notebook()
+    small.cells = SMALL["cells"]
+    nbformat.write(small, tmp_path / "99_small.ipynb")
+    report = selfcheck.check_my_work("99_small", {"double": lambda x: 2 * x})
+    assert report is not None and len(report.passed) == 2 and "FAIL  test_triple" in capsys.readouterr().out
+    monkeypatch.setenv("NBGRADER_EXECUTION", "autograde")
+    assert selfcheck.check_my_work("99_small") is None
+
+
+@pytest.mark.slow
+def test_colab_setup_installs_the_package_once_and_triton_only_for_notebook_07(colab_runs) -> None:
+    first = colab_runs.student[list(colab_runs.student)[0]]
+    assert "installing the course package from file://" in first.text(), "the first notebook's setup cell installs"
+    later = [run for name, run in colab_runs.student.items() if not name.startswith(("01", "07"))]
+    assert all("installing the course package" not in run.text() for run in later), "later notebooks find it installed"
+    assert not colab_runs.triton_before_07, "Triton came in before a notebook needed it"
+    assert "installing the course package" in colab_runs.student["07_fused_attention"].text()
+    assert colab_runs.runtime.has_module("triton") and colab_runs.runtime.has_module("course_utils")
+    assert not colab_runs.runtime.has_module("nbgrader"), "the instructor tools stay off a student's runtime"
