@@ -110,7 +110,9 @@ SOLUTION_ACCESS = re.compile(r"load_solution|COURSE_SOLUTIONS_DIR|course_utils\.
 CHECK_NAMES = r"(?:allclose|isclose|equal|assert_close|testing|check_\w+|call)"
 TAMPERING = re.compile(
     rf"(?:\b(?:torch|np|numpy|checks|course_utils)(?:\.\w+)*\.{CHECK_NAMES}\s*=(?!=))"
-    rf"|(?:^\s*(?:def\s+|class\s+)?(?:check_\w+|assert_close)\s*(?:=(?!=)|\())"
+    # defining or rebinding a checker at top level (calling one, as the self-check cell does, is fine)
+    rf"|(?:^\s*(?:def|class)\s+(?:check_\w+|assert_close)\s*[(:])"
+    rf"|(?:^\s*(?:check_\w+|assert_close)\s*=(?!=))"
     rf"|(?:\bsetattr\s*\(\s*(?:torch|np|numpy|checks|course_utils)\b)",
     re.MULTILINE,
 )

@@ -62,3 +62,21 @@ def test_calling_the_builtin_kernel_is_a_named_mistake() -> None:
     for assignment in ASSIGNMENTS[2:4]:
         names = {m.name: m.loses[0] for m in MISTAKES[assignment]}
         assert any("F.scaled_dot_product_attention" in name and test.endswith("no_builtin") for name, test in names.items()), assignment
+
+
+@pytest.mark.parametrize(
+    ("source", "tampers"),
+    [
+        ("def check_close(*args, **kwargs):\n    return True", True),
+        ("check_close = lambda *args, **kwargs: True", True),
+        ("torch.testing.assert_close = lambda *a, **k: None", True),
+        ("setattr(torch, 'allclose', lambda *a, **k: True)", True),
+        ("check_close(out, expected, label='mine')", False),  # a student checking their own work
+        ('check_my_work("01_soft_dictionary_lookup");', False),  # the notebook's self-check cell
+        ("ok = check_close(out, expected, label='mine')", False),
+    ],
+)
+def test_tamper_check_flags_rebinding_a_checker_but_not_calling_one(source: str, tampers: bool) -> None:
+    from autograder.worker import TAMPERING
+
+    assert bool(TAMPERING.search(source)) is tampers
