@@ -139,3 +139,16 @@ def test_colab_setup_installs_the_package_once_and_triton_only_for_notebook_07(c
     assert "installing the course package" in colab_runs.student["07_fused_attention"].text()
     assert colab_runs.runtime.has_module("triton") and colab_runs.runtime.has_module("course_utils")
     assert not colab_runs.runtime.has_module("nbgrader"), "the instructor tools stay off a student's runtime"
+
+
+def test_on_colab_the_first_cell_tells_students_how_to_hand_in(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    import types
+
+    import course_utils
+
+    course_utils.init(seed=0)
+    assert "on Colab" not in capsys.readouterr().out
+    monkeypatch.setitem(sys.modules, "google.colab", types.ModuleType("google.colab"))
+    course_utils.init(seed=0)
+    out = capsys.readouterr().out
+    assert "on Colab" in out and "Download .ipynb, and keep the notebook's file name" in out
