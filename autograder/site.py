@@ -9,6 +9,7 @@ course order. ``index.html`` is the table of contents, with each notebook's lear
 from __future__ import annotations
 
 import html
+import os
 import re
 import time
 from dataclasses import dataclass
@@ -36,8 +37,6 @@ class Page:
 
 def execute(name: str, solutions_dir: Path = SOLUTIONS_DIR, timeout: int = 120) -> NotebookNode:
     """Run solution notebook ``name`` top to bottom, interactively (not as the grader runs it)."""
-    import os
-
     from nbclient import NotebookClient
 
     folder = solutions_dir / name

@@ -12,7 +12,6 @@ import json
 import multiprocessing.util
 import os
 import re
-import shutil
 import tempfile
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field

@@ -8,7 +8,6 @@ installs this package when it is missing, as it is on a fresh Colab runtime.
 
 from __future__ import annotations
 
-import os
 import sys
 
 # The one place to change when the course moves: then run `python -m autograder release`.

@@ -7,7 +7,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import nbformat
 import pytest
 
 from autograder.course import list_assignments

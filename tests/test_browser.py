@@ -20,7 +20,6 @@ from typing import Iterator
 import nbformat
 import pytest
 
-from autograder.settings import REPO_ROOT
 from autograder.site import build_site
 from autograder.submissions import released, solved
 from course_utils.colab import BADGE_IMAGE

@@ -12,7 +12,7 @@ import pytest
 from autograder.authoring import SELF_CHECK_ID, code, markdown, stamp_course_cells
 from autograder.authoring import tests as graded_test_cell
 from autograder.course import list_assignments
-from autograder.settings import NOTEBOOKS_DIR, REPO_ROOT, SOLUTIONS_DIR
+from autograder.settings import REPO_ROOT
 from course_utils import colab, selfcheck
 from course_utils.colab import BADGE_CELL_ID, REPOSITORY, SETUP_CELL_ID, SOURCE_ENV_VAR
 
