@@ -14,6 +14,7 @@ import re
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import nbformat
 from nbformat.notebooknode import NotebookNode
@@ -35,14 +36,21 @@ class Page:
     seconds: float  # how long it took to run
 
 
-def execute(name: str, solutions_dir: Path = SOLUTIONS_DIR, timeout: int = 120) -> NotebookNode:
-    """Run solution notebook ``name`` top to bottom, interactively (not as the grader runs it)."""
+def run_notebook(path: Path, *, kernel_manager: Any = None, env: dict[str, str] | None = None,
+                 allow_errors: bool = False, timeout: int = 120) -> NotebookNode:
+    """Run the notebook at ``path`` top to bottom in its own folder, as a reader would (not graded).
+
+    ``kernel_manager`` picks another kernel (tests run notebooks in a Colab-like venv);
+    ``env`` is the kernel's whole environment (default: this one, less ``NBGRADER_EXECUTION``).
+    """
     from nbclient import NotebookClient
 
-    folder = solutions_dir / name
-    notebook = nbformat.read(folder / f"{name}.ipynb", as_version=4)
-    env = {k: v for k, v in os.environ.items() if k != "NBGRADER_EXECUTION"}
-    NotebookClient(notebook, timeout=timeout, kernel_name="python3", resources={"metadata": {"path": str(folder)}}).execute(env=env)
+    notebook = nbformat.read(path, as_version=4)
+    if env is None:
+        env = {k: v for k, v in os.environ.items() if k != "NBGRADER_EXECUTION"}
+    client = NotebookClient(notebook, km=kernel_manager, kernel_name="python3", timeout=timeout,
+                            allow_errors=allow_errors, resources={"metadata": {"path": str(path.parent)}})
+    client.execute(env=env)
     return notebook
 
 
@@ -141,7 +149,7 @@ def build_site(out: Path, *, executed: dict[str, NotebookNode] | None = None, so
     notebooks, pages = {}, []
     for name in names:
         started = time.perf_counter()
-        notebooks[name] = (executed or {}).get(name) or execute(name, solutions_dir)
+        notebooks[name] = (executed or {}).get(name) or run_notebook(solutions_dir / name / f"{name}.ipynb")
         title, goals = _title_and_goals(notebooks[name])
         pages.append(Page(name, title, goals, time.perf_counter() - started))
     titles = {p.name: p.title for p in pages}

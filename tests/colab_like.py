@@ -15,10 +15,10 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import nbformat
 from nbformat.notebooknode import NotebookNode
 
 from autograder.settings import REPO_ROOT
+from autograder.site import run_notebook
 from course_utils.colab import SOURCE_ENV_VAR
 
 COLAB_PACKAGES = ["torch", "numpy", "matplotlib", "ipykernel"]
@@ -44,18 +44,14 @@ class ColabRuntime:
     def execute(self, notebook_path: Path, *, allow_errors: bool, timeout: int = 180) -> "NotebookRun":
         from jupyter_client.kernelspec import KernelSpecManager
         from jupyter_client.manager import KernelManager
-        from nbclient import NotebookClient
 
-        notebook = nbformat.read(notebook_path, as_version=4)
         specs = KernelSpecManager(kernel_dirs=[str(self.root / "share" / "jupyter" / "kernels")])
-        manager = KernelManager(kernel_name=KERNEL_NAME, kernel_spec_manager=specs)
-        client = NotebookClient(notebook, km=manager, timeout=timeout, allow_errors=allow_errors,
-                                resources={"metadata": {"path": str(notebook_path.parent)}})
         env = {k: v for k, v in os.environ.items() if k not in ("NBGRADER_EXECUTION", "VIRTUAL_ENV", "PYTHONPATH")}
         env[SOURCE_ENV_VAR] = self.package_source.as_uri()
         env["PATH"] = f"{self.root / 'bin'}{os.pathsep}{env.get('PATH', '')}"
         started = time.monotonic()
-        client.execute(env=env)
+        notebook = run_notebook(notebook_path, kernel_manager=KernelManager(kernel_name=KERNEL_NAME, kernel_spec_manager=specs),
+                                env=env, allow_errors=allow_errors, timeout=timeout)
         return NotebookRun(notebook, time.monotonic() - started)
 
 
@@ -66,6 +62,10 @@ class NotebookRun:
 
     def outputs(self, kind: str) -> list[dict]:
         return [o for c in self.notebook.cells if c.cell_type == "code" for o in c.outputs if o.output_type == kind]
+
+    def figures(self) -> int:
+        """Images the notebook drew (each matplotlib figure shown is one)."""
+        return sum("image/png" in o.get("data", {}) for kind in ("display_data", "execute_result") for o in self.outputs(kind))
 
     def text(self) -> str:
         return "".join(o.get("text", "") for o in self.outputs("stream"))

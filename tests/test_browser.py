@@ -88,7 +88,7 @@ def test_every_page_loads_with_its_figures_and_no_errors(site: Path, browser, co
     watch.page.wait_for_load_state("load")
     images = watch.page.eval_on_selector_all("main img", "imgs => imgs.map(i => [i.complete, i.naturalWidth])")
     executed = colab_runs.solution[name]
-    expected = sum("image/png" in o.get("data", {}) for kind in ("display_data", "execute_result") for o in executed.outputs(kind))
+    expected = executed.figures()
     assert len(images) == expected >= 3, f"{len(images)} images on the page, {expected} figures in the notebook"
     assert all(complete and width > 0 for complete, width in images), f"figures that did not render: {images}"
     assert watch.page.locator("math").count() > 0, "the math is rendered as MathML"

@@ -24,7 +24,7 @@ def test_solution_notebook_runs_cleanly_and_fast(colab_runs: ColabRuns, assignme
     run = colab_runs.solution[assignment]
     stderr = [o.get("text", "")[:200] for o in run.outputs("stream") if o.get("name") == "stderr"]
     assert stderr == [], f"cells wrote to stderr (a test cell doing so would score 0): {stderr}"
-    figures = sum("image/png" in o.get("data", {}) for kind in ("display_data", "execute_result") for o in run.outputs(kind))
+    figures = run.figures()
     assert figures >= 3, f"{assignment} should teach with plots; it drew {figures}"
     seconds = run.seconds - run.cell_seconds(SETUP_CELL_ID)
     assert seconds < BUDGET_S, f"{assignment} took {seconds:.0f} s"
