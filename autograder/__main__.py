@@ -7,7 +7,7 @@ import sys
 import time
 from pathlib import Path
 
-from .intake import DEFAULT_STUDENT_PATTERN
+from .grading.intake import DEFAULT_STUDENT_PATTERN
 from .settings import CELL_TIMEOUT_S, MEMORY_LIMIT_BYTES
 
 
@@ -36,7 +36,7 @@ def _release(args: argparse.Namespace) -> int:
 
 
 def _grade(args: argparse.Namespace) -> int:
-    from .grade import format_table, grade
+    from .grading.pipeline import format_table, grade
 
     started = time.monotonic()
     try:

@@ -44,6 +44,7 @@ class ScratchCourse:
     solutions_dir: Path
     cell_timeout: int = CELL_TIMEOUT_S
     memory_limit: int | None = None
+    sealed: bool = True
 
     @property
     def db_path(self) -> Path:
@@ -62,6 +63,7 @@ class ScratchCourse:
             release_dir=release_dir,
             cell_timeout=self.cell_timeout,
             memory_limit=self.memory_limit,
+            sealed=self.sealed,
         )
         coursedir = CourseDirectory(config=config)
         api = NbGraderAPI(coursedir, Authenticator(config=config), config=config)
@@ -107,6 +109,7 @@ def scratch_course(
     *,
     cell_timeout: int = CELL_TIMEOUT_S,
     memory_limit: int | None = None,
+    sealed: bool = True,
 ) -> Iterator[ScratchCourse]:
     """A fresh nbgrader course whose source folder is (a copy of) the solutions.
 
@@ -125,7 +128,7 @@ def scratch_course(
         with warnings.catch_warnings():
             # nbgrader 0.9 trips SQLAlchemy 2's autoflush warnings on every autograde; they are harmless.
             warnings.filterwarnings("ignore", message=r".*not in session.*")
-            yield ScratchCourse(root=root, solutions_dir=source, cell_timeout=cell_timeout, memory_limit=memory_limit)
+            yield ScratchCourse(root=root, solutions_dir=source, cell_timeout=cell_timeout, memory_limit=memory_limit, sealed=sealed)
     finally:
         os.chdir(previous_cwd)
         if saved is None:

@@ -11,7 +11,7 @@ import os
 import tempfile
 from pathlib import Path
 
-from .grade import GradingReport, format_table, grade
+from .grading.pipeline import GradingReport, format_table, grade
 from .mistakes import MISTAKES
 from .submissions import released, slug, solved, write_submission
 

@@ -44,6 +44,8 @@ def course_config(
     release_dir: Path | str = "release",
     cell_timeout: int = CELL_TIMEOUT_S,
     memory_limit: int | None = None,
+    sealed: bool = True,
+    report_dir: Path | None = None,
 ) -> Config:
     """nbgrader configuration for a course rooted at ``course_root``.
 
@@ -76,16 +78,20 @@ def course_config(
     # nbgrader's own default (no history file) plus a quiet kernel log: ipykernel's
     # start-up notices go to the terminal, not to cells, but drown the progress bar.
     arguments = ["--HistoryManager.hist_file=:memory:", "--IPKernelApp.log_level=ERROR"]
-    if memory_limit:
-        arguments.append(f"--IPKernelApp.exec_lines={memory_limit_line(memory_limit)}")
     c.Execute.extra_arguments = arguments
+    # Grading runs the notebook sealed and decides verdicts in a trusted replay (CONTRACT.md).
+    c.SealedExecute.solutions_dir = str(Path(course_root) / source_dir)
+    c.SealedExecute.report_dir = str(report_dir or Path(course_root) / "sealed-reports")
+    c.SealedExecute.sealed = sealed
+    c.SealedExecute.cell_timeout = cell_timeout
+    c.SealedExecute.memory_limit = int(memory_limit or 0)
     # A deleted test cell is put back from the source notebook (edited ones are, by checksum).
     c.OverwriteCells.add_missing_cells = True
     c.Autograde.autograde_preprocessors = [
-        "nbgrader.preprocessors.Execute",
+        "autograder.nbgrader_ext.sealed_execute.SealedExecute",
         "nbgrader.preprocessors.IgnorePattern",
         "nbconvert.preprocessors.ClearMetadataPreprocessor",
-        "autograder.limits.LimitOutputSize",
+        "autograder.nbgrader_ext.limits.LimitOutputSize",
         "nbgrader.preprocessors.SaveAutoGrades",
         "nbgrader.preprocessors.AssignLatePenalties",
         "nbgrader.preprocessors.CheckCellMetadata",
@@ -98,15 +104,9 @@ def course_config(
     c.GenerateFeedback.preprocessors = [
         "nbgrader.preprocessors.GetGrades",
         "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",
-        "autograder.feedback.RedactHiddenTests",
+        "autograder.nbgrader_ext.feedback.RedactHiddenTests",
     ]
     return c
-
-
-def memory_limit_line(limit_bytes: int) -> str:
-    """Python a kernel runs at start-up to cap its data segment: a runaway allocation then
-    raises MemoryError in the student's cell instead of taking the machine down."""
-    return f"__import__('resource').setrlimit(__import__('resource').RLIMIT_DATA, ({int(limit_bytes)}, {int(limit_bytes)}))"
 
 
 def put_environment_on_path() -> None:

@@ -24,7 +24,7 @@ from pathlib import Path
 import torch
 
 from autograder.course import list_assignments
-from autograder.grade import grade
+from autograder.grading.pipeline import grade
 from autograder.mistakes import MISTAKES
 from autograder.submissions import released, solved, write_submission
 

@@ -21,6 +21,8 @@ from typing import Any, Callable, Iterator, Sequence
 import torch
 from torch.testing._comparison import assert_close as _assert_close
 
+from .recording import Mode, NotWritten, Outcome, invoke, mode
+
 __all__ = [
     "Tolerance",
     "tolerance",
@@ -35,6 +37,7 @@ __all__ = [
     "random_tensor",
     "random_shape",
     "check_matches",
+    "gradients",
 ]
 
 
@@ -114,45 +117,17 @@ def _format_call(fn: Callable[..., Any], args: Sequence[Any], kwargs: dict[str, 
     return f"{getattr(fn, '__name__', 'function')}({', '.join(names)})"
 
 
-@contextlib.contextmanager
-def _standing_in(fn: Callable[..., Any], stand_ins: dict[str, Any] | None) -> Iterator[None]:
-    """Temporarily replace names in the namespace ``fn`` was defined in (the notebook's).
-
-    For an ``nn.Module`` (or any callable object) that is the namespace of its class's
-    ``forward`` or ``__call__``.
-    """
-    namespace = getattr(fn, "__globals__", None)
-    for method in ("forward", "__call__"):
-        if namespace is None:
-            namespace = getattr(getattr(type(fn), method, None), "__globals__", None)
-    if not stand_ins or namespace is None:
-        yield
-        return
-    missing = object()
-    saved = {name: namespace.get(name, missing) for name in stand_ins}
-    namespace.update(stand_ins)
-    try:
-        yield
-    finally:
-        for name, value in saved.items():
-            if value is missing:
-                namespace.pop(name, None)
-            else:
-                namespace[name] = value
+def _run_student(fn: Callable[..., Any], args: Sequence[Any], kwargs: dict[str, Any], label: str, **options: Any) -> Outcome:
+    """One invocation of student code (run, recorded or replayed: see ``course_utils.recording``)."""
+    outcome = invoke(fn, tuple(args), dict(kwargs), label=label, **options)
+    if outcome.kind == "not_written":
+        raise NotWritten(f"{label}: not written yet (it raises NotImplementedError).")
+    return outcome
 
 
-class NotWritten(AssertionError):
-    """The student's function still raises NotImplementedError."""
-
-
-def _run_student(fn: Callable[..., Any], args: Sequence[Any], kwargs: dict[str, Any], label: str) -> Any:
-    """Run student code with warnings silenced; an unwritten function becomes a clear NotWritten."""
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            return fn(*args, **kwargs)
-    except NotImplementedError:
-        raise NotWritten(f"{label}: not written yet (it raises NotImplementedError).") from None
+def _recording() -> bool:
+    """In the sealed run nothing is compared: the trusted replay decides every verdict."""
+    return mode() is Mode.RECORD
 
 
 def call(
@@ -173,13 +148,10 @@ def call(
     in one function costs points only on that function's own tests.
     """
     label = label or _format_call(fn, args, kwargs)
-    try:
-        with _standing_in(fn, stand_ins):
-            result = _run_student(fn, args, kwargs, label)
-    except NotWritten:
-        raise
-    except Exception as error:  # noqa: BLE001 - any failure of student code is reported
-        _fail(label, f"raised {type(error).__name__}: {error}", inputs=None, hint=hint)
+    outcome = _run_student(fn, args, kwargs, label, stand_ins=stand_ins)
+    if outcome.kind == "raised":
+        _fail(label, f"raised {outcome.error_type}: {outcome.message}", inputs=None, hint=hint)
+    result = outcome.value
     if returns is not None and not (isinstance(result, tuple) and len(result) == returns):
         _fail(label, f"should return a tuple of {returns} items, got {describe(result)}", inputs=None, hint=hint)
     return result
@@ -187,6 +159,8 @@ def call(
 
 def check_shape(actual: Any, shape: Sequence[int], *, label: str, hint: str = "") -> bool:
     """``actual`` is a tensor of exactly this shape."""
+    if _recording():
+        return True
     if not isinstance(actual, torch.Tensor):
         _fail(label, f"expected a torch.Tensor, got {describe(actual)}", inputs=None, hint=hint)
     if list(actual.shape) != list(shape):
@@ -209,6 +183,8 @@ def check_close(
 
     NaN in ``actual`` fails unless ``expected`` has NaN at the same place.
     """
+    if _recording():
+        return True
     _refuse_tampering(label)
     check_shape(actual, expected.shape, label=label, hint=hint)
     if check_dtype and actual.dtype != expected.dtype:
@@ -261,6 +237,8 @@ def check_close(
 
 def check_equal(actual: Any, expected: Any, *, label: str, inputs: dict[str, Any] | None = None, hint: str = "") -> bool:
     """``actual`` equals ``expected`` exactly (tensors: same shape, dtype and values)."""
+    if _recording():
+        return True
     _refuse_tampering(label)
     if isinstance(expected, torch.Tensor):
         check_shape(actual, expected.shape, label=label, hint=hint)
@@ -282,15 +260,12 @@ def check_raises(
 ) -> bool:
     """``fn(*args, **kwargs)`` raises ``error`` (and not some other exception)."""
     label = label or _format_call(fn, args, kwargs)
-    try:
-        result = _run_student(fn, args, kwargs, label)
-    except NotWritten:  # a stub's NotImplementedError never counts as the expected error
-        raise
-    except error:
+    outcome = _run_student(fn, args, kwargs, label)  # a stub's NotImplementedError never counts as the expected error
+    if outcome.raised(error) or _recording():
         return True
-    except Exception as other:  # noqa: BLE001
-        _fail(label, f"should raise {error.__name__}, but raised {type(other).__name__}: {other}", inputs=None, hint=hint)
-    _fail(label, f"should raise {error.__name__}, but returned {describe(result)}", inputs=None, hint=hint)
+    if outcome.kind == "raised":
+        _fail(label, f"should raise {error.__name__}, but raised {outcome.error_type}: {outcome.message}", inputs=None, hint=hint)
+    _fail(label, f"should raise {error.__name__}, but returned {describe(outcome.value)}", inputs=None, hint=hint)
     return False  # not reached
 
 
@@ -358,15 +333,53 @@ def check_no_builtin(
 ) -> bool:
     """``fn`` runs to completion without calling any of ``builtins``."""
     label = label or _format_call(fn, args, kwargs)
-    namespaces = [fn.__globals__] if hasattr(fn, "__globals__") else []
-    with forbidden(*builtins, namespaces=namespaces) as calls:
-        try:
-            _run_student(fn, args, kwargs, label)
-        except ForbiddenCallError:
-            pass
-    if calls:
+    calls = _run_student(fn, args, kwargs, label, forbidden_builtins=tuple(builtins)).forbidden_calls
+    if calls and not _recording():
         _fail(label, f"calls {sorted(set(calls))}, which this exercise asks you to write yourself", inputs=None, hint=hint)
     return True
+
+
+def gradients(
+    fn: Callable[..., Any],
+    *inputs: torch.Tensor,
+    upstream: torch.Tensor,
+    output: int | None = None,
+    label: str | None = None,
+    hint: str = "",
+    stand_ins: dict[str, Any] | None = None,
+    **kwargs: Any,
+) -> tuple[torch.Tensor, ...]:
+    """The gradients of ``sum(fn(*inputs)[output] * upstream)`` with respect to each input.
+
+    The student's function runs with autograd on: an input it does not reach through
+    differentiable operations (``.detach()``, ``.item()``, numpy) fails here, naming it.
+    """
+    label = label or _format_call(fn, inputs, kwargs)
+
+    def backward_through(student: Callable[..., Any]) -> Callable[..., Any]:
+        def run(*tensors: torch.Tensor, **options: Any) -> tuple[torch.Tensor | None, ...]:
+            leaves = tuple(t.detach().clone().requires_grad_() for t in tensors)
+            with torch.enable_grad():
+                result = student(*leaves, **options)
+                result = result if output is None else result[output]
+                found = torch.autograd.grad((result * upstream).sum(), leaves, allow_unused=True)
+            return tuple(None if g is None else g.detach() for g in found)
+
+        return run
+
+    outcome = _run_student(fn, inputs, kwargs, label, stand_ins=stand_ins, through=("gradients", backward_through))
+    if outcome.kind == "raised":
+        _fail(label, f"could not be differentiated: {outcome.error_type}: {outcome.message}", inputs=None,
+              hint=hint or "build it from differentiable torch operations: no .detach(), .item(), numpy or in-place tricks")
+    grads = outcome.value
+    if not _recording():
+        if not (isinstance(grads, tuple) and len(grads) == len(inputs)):
+            _fail(label, "gradients could not be computed", inputs=None, hint=hint)
+        missing = [i for i, g in enumerate(grads) if g is None]
+        if missing:
+            _fail(label, f"the output does not depend on input(s) {missing} through autograd", inputs=None,
+                  hint=hint or "build it from differentiable torch operations: no .detach(), .item(), numpy or in-place tricks")
+    return grads
 
 
 def random_tensor(

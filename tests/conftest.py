@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from autograder.course import list_assignments
-from autograder.grade import GradingReport, grade
+from autograder.grading.pipeline import GradingReport, grade
 from autograder.mistakes import CORRECT_VARIANTS, MISTAKES, Variant
 from autograder.settings import REPO_ROOT, SOLUTIONS_DIR
 from autograder.submissions import released, solved, write_submission

@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from autograder.worker import AssignmentSpec
+from autograder.grading.worker import AssignmentSpec
 
 from bad_submissions import BAD_CASES, FIRST, ODD_NAMES, BadCase
 from conftest import ASSIGNMENTS, SOLUTIONS_DIR, GradedClass, tree_digest
@@ -77,6 +77,6 @@ def test_calling_the_builtin_kernel_is_a_named_mistake() -> None:
     ],
 )
 def test_tamper_check_flags_rebinding_a_checker_but_not_calling_one(source: str, tampers: bool) -> None:
-    from autograder.worker import TAMPERING
+    from autograder.grading.worker import TAMPERING
 
     assert bool(TAMPERING.search(source)) is tampers

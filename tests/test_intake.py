@@ -10,10 +10,10 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from autograder.intake import DEFAULT_STUDENT_PATTERN, clean_stem, opened, split_student, take_in
-from autograder.repair import repair
+from autograder.grading.intake import DEFAULT_STUDENT_PATTERN, clean_stem, opened, split_student, take_in
+from autograder.grading.admission import repair
 from autograder.submissions import released, solved
-from autograder.worker import AssignmentSpec
+from autograder.grading.worker import AssignmentSpec
 
 from conftest import ASSIGNMENTS, SOLUTIONS_DIR
 

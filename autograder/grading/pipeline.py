@@ -1,9 +1,9 @@
 """``grade``: autograde what a class handed in; write grades, per-test scores and feedback.
 
 SUBMISSIONS is a folder of student folders, a flat folder of downloaded files, or a zip
-(``autograder.intake`` places each file). Every (student, assignment) pair gets a row in
+(``autograder.grading.intake`` places each file). Every (student, assignment) pair gets a row in
 ``grades.csv`` with a status that says why when it could not be graded, and the run goes
-on; ``autograder.summary`` adds the LMS gradebook and the class summary. Grading runs in scratch nbgrader courses: SUBMISSIONS and the repository are only read.
+on; ``autograder.grading.reports`` adds the LMS gradebook and the class summary. Grading runs in scratch nbgrader courses: SUBMISSIONS and the repository are only read.
 
 Submissions travel to the workers as bytes and feedback comes back as bytes, so the same
 tasks run in-process, in a local process pool (``jobs``) or on a Dask cluster
@@ -22,11 +22,11 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Iterator
 
-from .course import list_assignments
+from ..course import list_assignments
 from .executors import grading_executor
 from .intake import DEFAULT_STUDENT_PATTERN, Handin, Intake, opened, take_in
-from .settings import CELL_TIMEOUT_S, MEMORY_LIMIT_BYTES, REPO_ROOT, SOLUTIONS_DIR
-from .summary import write_summary
+from ..settings import CELL_TIMEOUT_S, MEMORY_LIMIT_BYTES, REPO_ROOT, SOLUTIONS_DIR
+from .reports import write_summary
 from .worker import AssignmentSpec, GradeRow, GradingBatch, GradingOptions, Submission, TestRow, snapshot
 
 GRADES_CSV = "grades.csv"

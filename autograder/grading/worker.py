@@ -23,10 +23,10 @@ from nbformat.notebooknode import NotebookNode
 
 from course_utils.reference import is_solution_cell, is_test_cell, nbgrader_meta
 
-from .course import NbgraderError, ScratchCourse, failure_reason, scratch_course
+from ..course import NbgraderError, ScratchCourse, failure_reason, scratch_course
 from .intake import defined_names
-from .repair import repair
-from .settings import CELL_TIMEOUT_S, MAX_OUTPUT_CHARS, MEMORY_LIMIT_BYTES
+from .admission import repair
+from ..settings import CELL_TIMEOUT_S, MAX_OUTPUT_CHARS, MEMORY_LIMIT_BYTES
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,82 @@
+"""The trusted pass: decide every test's verdict where no student code has ever run.
+
+Each test cell of the *source* notebook runs here, with the real solutions and PyTorch, and
+with every graded name bound to a placeholder that answers from the sealed run's record
+(``course_utils.recording``). A check passes only if the student's recorded outputs pass it
+here; nothing the sealed run printed or decided counts.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+from nbformat.notebooknode import NotebookNode
+
+from course_utils import recording
+from course_utils.reference import cell_source, is_test_cell, nbgrader_meta, solution_cells, top_level_imports
+
+from .intake import defined_names
+
+# What test cells may use besides the notebook's imports: grading runs on the CPU, sealed.
+GRADING_FACTS = "device = torch.device('cpu')\nON_GPU = False\n"
+
+
+@dataclass(frozen=True)
+class Verdict:
+    test: str
+    passed: bool
+    message: str = ""  # the trusted failure message: what a check said, never a traceback
+
+
+def graded_names(source: NotebookNode | dict[str, Any]) -> list[str]:
+    """The functions and classes the solution cells define: what tests call by name."""
+    return sorted(set().union(*(defined_names(code) for code in solution_cells(source).values())))
+
+
+def trusted_namespace(source: NotebookNode | dict[str, Any]) -> dict[str, Any]:
+    namespace: dict[str, Any] = {"__name__": "__main__"}
+    exec(compile(top_level_imports(source) + "\n" + GRADING_FACTS, "<grading imports>", "exec"), namespace)  # noqa: S102 - the instructor's imports
+    for name in graded_names(source):
+        namespace[name] = recording.Placeholder(name)
+    return namespace
+
+
+def decide(source: NotebookNode | dict[str, Any], record: bytes, stopped_because: dict[str, str]) -> dict[str, Verdict]:
+    """A verdict for every test cell of ``source``, from the sealed run's ``record``.
+
+    ``stopped_because`` says, for a test cell the sealed run did not finish, why not; it is
+    quoted when the replay needs a call the record lacks.
+    """
+    # Kernels are graded in Triton's interpreter, in the sealed run and here alike.
+    os.environ["TRITON_INTERPRET"] = "1"
+    events = recording.read_record(record)
+    namespace = trusted_namespace(source)
+    verdicts = {}
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # as in the sealed run: the same inputs, bit for bit
+    try:
+        with recording.replaying(events, stopped_because):
+            for cell in source["cells"]:
+                if not is_test_cell(cell):
+                    continue
+                test = nbgrader_meta(cell)["grade_id"]
+                recording.begin_cell(test)
+                verdicts[test] = _run_test(test, cell_source(cell), namespace)
+    finally:
+        torch.set_num_threads(threads)
+    return verdicts
+
+
+def _run_test(test: str, code: str, namespace: dict[str, Any]) -> Verdict:
+    try:
+        exec(compile(code, f"<test {test}>", "exec"), namespace)  # noqa: S102 - the instructor's test, no student code
+    except AssertionError as failure:
+        return Verdict(test, False, str(failure) or "an assertion failed")
+    except BaseException as error:  # noqa: BLE001 - a test that cannot finish fails, and grading goes on
+        if isinstance(error, KeyboardInterrupt):
+            raise
+        return Verdict(test, False, f"{type(error).__name__}: {error}")
+    return Verdict(test, True)
