@@ -36,6 +36,7 @@ def _release(args: argparse.Namespace) -> int:
 
 
 def _grade(args: argparse.Namespace) -> int:
+    from .grading.models import HealthCheckFailed
     from .grading.pipeline import format_table, grade
 
     started = time.monotonic()
@@ -51,10 +52,14 @@ def _grade(args: argparse.Namespace) -> int:
             cell_timeout=args.cell_timeout,
             memory_limit=int(args.memory_limit * 2**30) if args.memory_limit > 0 else None,
             reuse=not args.regrade,
+            sandbox=not args.no_sandbox,
         )
     except ValueError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
+    except HealthCheckFailed as failure:
+        print(f"error: the run stopped: {failure}. The rows it could not vouch for say so in {Path(args.out) / 'grades.csv'}.", file=sys.stderr)
+        return 3
     print(format_table(report))
     reused = f" ({report.reused} unchanged since the last run, not graded again)" if report.reused else ""
     out = Path(args.out)
@@ -107,6 +112,11 @@ def main(argv: list[str] | None = None) -> int:
     grade.add_argument("--cell-timeout", type=int, default=CELL_TIMEOUT_S, help=f"seconds a cell may run (default {CELL_TIMEOUT_S})")
     grade.add_argument(
         "--memory-limit", type=float, default=MEMORY_LIMIT_BYTES / 2**30, help="GiB of data per notebook kernel; 0: no limit (default %(default)g)"
+    )
+    grade.add_argument(
+        "--no-sandbox",
+        action="store_true",
+        help="grade without bubblewrap where it cannot run: submissions then run with your rights, and every row says so",
     )
     grade.add_argument("--regrade", action="store_true", help="grade everything again, even submissions unchanged since the last run into --out")
     grade.set_defaults(run=_grade)

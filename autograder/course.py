@@ -18,6 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
 
+from course_utils.reference import assignment_notebook
+
 from .settings import CELL_TIMEOUT_S, SOLUTIONS_DIR, course_config, put_environment_on_path
 
 ASSIGNMENT_NAME = re.compile(r"^\d{2}_[a-z0-9_]+$")
@@ -28,7 +30,7 @@ def list_assignments(solutions_dir: Path = SOLUTIONS_DIR) -> list[str]:
     return sorted(
         folder.name
         for folder in solutions_dir.iterdir()
-        if folder.is_dir() and ASSIGNMENT_NAME.match(folder.name) and (folder / f"{folder.name}.ipynb").is_file()
+        if folder.is_dir() and ASSIGNMENT_NAME.match(folder.name) and assignment_notebook(solutions_dir, folder.name).is_file()
     )
 
 

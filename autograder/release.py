@@ -9,6 +9,7 @@ no byte, and ``--check`` compares a fresh generation with what is committed.
 """
 
 from __future__ import annotations
+from course_utils.reference import assignment_notebook
 
 import filecmp
 import shutil
@@ -34,7 +35,7 @@ def generate(solutions_dir: Path, out_dir: Path, assignments: list[str] | None =
 
 def stamp(folder: Path, name: str, *, student: bool) -> bool:
     """Write the course cells (Colab badge and setup, self-check) into ``folder/NAME/NAME.ipynb``; True when the file changed."""
-    path = folder / name / f"{name}.ipynb"
+    path = assignment_notebook(folder, name)
     notebook = nbformat.read(path, as_version=4)
     changed = stamp_course_cells(notebook, f"{'notebooks' if student else 'solutions'}/{name}/{name}.ipynb", student=student)
     if changed:
@@ -86,7 +87,7 @@ def stale_notebooks(solutions_dir: Path = SOLUTIONS_DIR, notebooks_dir: Path = N
 
 
 def _unstamped(solutions_dir: Path, name: str) -> bool:
-    notebook = nbformat.read(solutions_dir / name / f"{name}.ipynb", as_version=4)
+    notebook = nbformat.read(assignment_notebook(solutions_dir, name), as_version=4)
     return stamp_course_cells(notebook, f"solutions/{name}/{name}.ipynb", student=False)
 
 

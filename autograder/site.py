@@ -19,6 +19,8 @@ from typing import Any
 import nbformat
 from nbformat.notebooknode import NotebookNode
 
+from course_utils.reference import assignment_notebook
+
 from .course import list_assignments
 from .settings import SOLUTIONS_DIR
 
@@ -149,7 +151,7 @@ def build_site(out: Path, *, executed: dict[str, NotebookNode] | None = None, so
     notebooks, pages = {}, []
     for name in names:
         started = time.perf_counter()
-        notebooks[name] = (executed or {}).get(name) or run_notebook(solutions_dir / name / f"{name}.ipynb")
+        notebooks[name] = (executed or {}).get(name) or run_notebook(assignment_notebook(solutions_dir, name))
         title, goals = _title_and_goals(notebooks[name])
         pages.append(Page(name, title, goals, time.perf_counter() - started))
     titles = {p.name: p.title for p in pages}

@@ -14,7 +14,7 @@ from typing import Iterable
 import nbformat
 from nbformat.notebooknode import NotebookNode
 
-from course_utils.reference import is_solution_cell, nbgrader_meta, solution_cells
+from course_utils.reference import assignment_notebook, is_solution_cell, nbgrader_meta, solution_cells
 
 from .mistakes import Variant
 from .settings import NOTEBOOKS_DIR, SOLUTIONS_DIR
@@ -22,7 +22,7 @@ from .settings import NOTEBOOKS_DIR, SOLUTIONS_DIR
 
 def released(assignment: str, notebooks_dir: Path = NOTEBOOKS_DIR) -> NotebookNode:
     """The student version, as released (the untouched submission)."""
-    return nbformat.read(notebooks_dir / assignment / f"{assignment}.ipynb", as_version=4)
+    return nbformat.read(assignment_notebook(notebooks_dir, assignment), as_version=4)
 
 
 def solved(
@@ -33,7 +33,7 @@ def solved(
     notebooks_dir: Path = NOTEBOOKS_DIR,
 ) -> NotebookNode:
     """The released notebook with every solution cell answered, some of them by ``variants``."""
-    source = nbformat.read(solutions_dir / assignment / f"{assignment}.ipynb", as_version=4)
+    source = nbformat.read(assignment_notebook(solutions_dir, assignment), as_version=4)
     answers = solution_cells(source)
     for variant in variants:
         if variant.cell not in answers:

@@ -111,8 +111,13 @@ def solutions_dir() -> Path:
     )
 
 
+def assignment_notebook(folder: Path, assignment: str) -> Path:
+    """Where an assignment's notebook lives in a course folder: ``FOLDER/NAME/NAME.ipynb``."""
+    return Path(folder) / assignment / f"{assignment}.ipynb"
+
+
 def solution_notebook_path(assignment: str) -> Path:
-    path = solutions_dir() / assignment / f"{assignment}.ipynb"
+    path = assignment_notebook(solutions_dir(), assignment)
     if not path.is_file():
         raise FileNotFoundError(f"no solution notebook for {assignment!r} at {path}")
     return path

@@ -14,7 +14,7 @@ import nbformat
 from autograder.mistakes import MISTAKES, Variant
 from autograder.settings import SOLUTIONS_DIR
 from autograder.submissions import solved
-from autograder.grading.worker import AssignmentSpec
+from autograder.grading.models import AssignmentSpec
 
 from conftest import ASSIGNMENTS
 

@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from autograder.grading.worker import AssignmentSpec
+from autograder.grading.models import AssignmentSpec
 
 from bad_submissions import BAD_CASES, FIRST, ODD_NAMES, BadCase
 from conftest import ASSIGNMENTS, SOLUTIONS_DIR, GradedClass, tree_digest

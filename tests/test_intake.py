@@ -13,7 +13,7 @@ import pytest
 from autograder.grading.intake import DEFAULT_STUDENT_PATTERN, clean_stem, opened, split_student, take_in
 from autograder.grading.admission import repair
 from autograder.submissions import released, solved
-from autograder.grading.worker import AssignmentSpec
+from autograder.grading.models import AssignmentSpec
 
 from conftest import ASSIGNMENTS, SOLUTIONS_DIR
 

@@ -6,7 +6,7 @@ import csv
 from pathlib import Path
 
 from autograder.grading.reports import GRADEBOOK_CSV, SUMMARY_MD, SUMMARY_PNG, summarize, write_summary
-from autograder.grading.worker import AssignmentSpec, GradeRow, TestRow
+from autograder.grading.models import AssignmentSpec, GradeRow, Kind, Outcome, TestRow
 
 A = AssignmentSpec("01_a", {"test_x": 2.0, "test_y": 2.0})
 B = AssignmentSpec("02_b", {"test_z": 5.0})

@@ -1,4 +1,11 @@
-"""Repair a submission before nbgrader grades it, and say what was repaired.
+"""Admission: read a submission, repair it, and flag what a person should look at.
+
+Reading turns bytes into a notebook or a clear outcome (missing, unreadable, ...). Flags for
+review (``review_flags``) never change a grade: the verdicts are decided where student code
+cannot reach, so code that pokes at the grader gains nothing, but an instructor may still
+want to read it. What the sandbox stopped (``sandbox_violations``) is read off the sealed run.
+
+Repair a submission before nbgrader grades it, and say what was repaired.
 
 nbgrader finds graded cells by their metadata. Some editors strip cell metadata; a student
 may delete or edit a test cell. ``repair`` works on a copy and:
@@ -23,6 +30,74 @@ from nbformat.notebooknode import NotebookNode
 from course_utils.reference import is_solution_cell, is_test_cell, nbgrader_meta
 
 from .intake import defined_names
+from .models import Kind, Submission, SubmissionProblem
+
+# nbgrader treats student ids as path globs and strips spaces around them: keep ids plain.
+SAFE_STUDENT_ID = re.compile(r"^[A-Za-z0-9@._-]+( [A-Za-z0-9@._-]+)*$")
+
+# Lines that reach into the grader, its helpers or the interpreter's frames. Only lines the
+# student added (not in the released notebook) are flagged.
+INTROSPECTION = re.compile(
+    r"load_solution|COURSE_SOLUTIONS_DIR|course_utils\.(?:reference|recording|checks)\b|course_utils import .*\b(?:reference|recording|checks)\b"
+    r"|\bimportlib\b|__import__|\binspect\b|sys\._getframe|\bf_back\b|\bf_globals\b|\bf_locals\b|gc\.get_objects|globals\(\)\s*\["
+    r"|\bsetattr\s*\(|showtraceback|__globals__|__code__|\bbuiltins\b"
+    r"|\b(?:torch|np|numpy|checks|course_utils)(?:\.\w+)*\.(?:allclose|isclose|equal|assert_close|testing|check_\w+|call)\s*=(?!=)"
+    r"|^\s*(?:def|class)\s+(?:check_\w+|assert_close|call)\s*[(:]|^\s*(?:check_\w+|assert_close)\s*=(?!=)",
+    re.MULTILINE,
+)
+
+# What a blocked attempt looks like in the outputs of the sealed run.
+VIOLATION_SIGNS = (
+    ("write outside its scratch", re.compile(r"Read-only file system|\[Errno 30\]|Permission denied: '/(?!tmp)")),
+    ("network", re.compile(r"Network is unreachable|\[Errno 101\]|Temporary failure in name resolution|Name or service not known|\[Errno -[23]\]")),
+    ("spawn", re.compile(r"Resource temporarily unavailable|\[Errno 11\]")),
+    ("fill the disk", re.compile(r"No space left on device|\[Errno 28\]|File too large|\[Errno 27\]")),
+)
+
+
+def read_submission(submission: Submission, assignment: str) -> NotebookNode:
+    """The submitted notebook, or SubmissionProblem saying why it cannot be graded."""
+    import nbformat
+
+    if not SAFE_STUDENT_ID.match(submission.student):
+        raise SubmissionProblem(Kind.INVALID_STUDENT, f"{submission.student!r}: use letters, digits, '@', '.', '_', '-' and single inner spaces")
+    if submission.content is None:
+        raise SubmissionProblem(Kind.MISSING, f"no {assignment}.ipynb, nor a file that could be matched to it")
+    try:
+        # No strict schema validation: nbgrader's own sanitising step copes with stray output keys.
+        notebook = nbformat.reads(submission.content.decode("utf-8"), as_version=4)
+    except Exception as error:  # noqa: BLE001 - any parse failure is the student's file, not ours
+        raise SubmissionProblem(Kind.UNREADABLE, f"not a valid notebook ({type(error).__name__}: {str(error)[:200]})") from None
+    if not isinstance(notebook.get("cells"), list):
+        raise SubmissionProblem(Kind.UNREADABLE, "valid JSON but not a notebook (no list of cells)")
+    if not notebook.cells:
+        raise SubmissionProblem(Kind.UNREADABLE, "the notebook has no cells")
+    return notebook
+
+
+def review_flags(notebook: NotebookNode, released: NotebookNode) -> list[str]:
+    """'where: line' for each line the student added that introspects or patches the grader."""
+    known = {line.strip() for cell in released.cells for line in cell.source.splitlines()}
+    flags = []
+    for index, cell in enumerate(notebook.cells):
+        if cell.get("cell_type") != "code" or is_test_cell(cell):
+            continue  # test cells are the instructor's: nbgrader restores them from the source
+        where = nbgrader_meta(cell).get("grade_id") or f"cell {index + 1}"
+        for line in cell.source.splitlines():
+            if line.strip() not in known and INTROSPECTION.search(line):
+                flags.append(f"{where}: {line.strip()[:100]!r}")
+    return flags
+
+
+def sandbox_violations(outputs: list[dict], leftover_processes: int) -> list[str]:
+    """What the notebook tried that the sandbox stopped, as far as its outputs show."""
+    text = "\n".join(
+        str(o.get("text", "")) + str(o.get("ename", "")) + ": " + str(o.get("evalue", "")) for o in outputs if isinstance(o, dict)
+    )
+    found = [what for what, sign in VIOLATION_SIGNS if sign.search(text)]
+    if leftover_processes:
+        found.append(f"leave {leftover_processes} process(es) running (killed)")
+    return found
 
 # Below this similarity a cell is not taken for a released cell that lost its metadata.
 MIN_SIMILARITY = 0.6

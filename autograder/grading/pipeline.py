@@ -27,7 +27,9 @@ from .executors import grading_executor
 from .intake import DEFAULT_STUDENT_PATTERN, Handin, Intake, opened, take_in
 from ..settings import CELL_TIMEOUT_S, MEMORY_LIMIT_BYTES, REPO_ROOT, SOLUTIONS_DIR
 from .reports import write_summary
-from .worker import AssignmentSpec, GradeRow, GradingBatch, GradingOptions, Submission, TestRow, snapshot
+from .models import AssignmentSpec, GradeRow, GradingOptions, HealthCheckFailed, Kind, Outcome, Submission, TestRow
+from .sandbox import sandbox_problem
+from .worker import GradingBatch, snapshot
 
 GRADES_CSV = "grades.csv"
 TESTS_CSV = "tests.csv"
@@ -62,6 +64,7 @@ def grade(
     cell_timeout: int = CELL_TIMEOUT_S,
     memory_limit: int | None = MEMORY_LIMIT_BYTES,
     reuse: bool = True,
+    sandbox: bool = True,
 ) -> GradingReport:
     """Grade everything in ``submissions``; write CSVs and feedback under ``out``.
 
@@ -71,16 +74,23 @@ def grade(
     notebook, solutions, grader code and options are unchanged since the last run into
     ``out`` keeps its rows and feedback and is not graded again. Local workers are spawned,
     so a script that passes ``jobs`` > 1 needs the ``if __name__ == "__main__":`` guard.
+
+    Each notebook runs sealed in a bubblewrap sandbox; where none can start, grading refuses
+    unless ``sandbox`` is False (``--no-sandbox``), and then every row says it was unsealed.
+    A health check grades the known solution on each worker before and after its work;
+    if it fails, the rows of that worker say so, score nothing, and ``HealthCheckFailed`` is raised.
     """
     submissions, out = submissions.resolve(), out.resolve()
     _check_paths(submissions, out, solutions_dir)
+    if sandbox and scheduler is None and (problem := sandbox_problem()):
+        raise ValueError(f"cannot seal the grading runs here ({problem}); install bubblewrap, or pass --no-sandbox to grade unsealed")
     known = list_assignments(solutions_dir)
     unknown = sorted(set(assignments or []) - set(known))
     if unknown:
         raise ValueError(f"unknown assignment(s) {unknown}; the course has {known}")
     all_specs = {name: AssignmentSpec.load(solutions_dir, name) for name in known}
     functions = {name: set(spec.functions) for name, spec in all_specs.items()}
-    options = GradingOptions(cell_timeout=cell_timeout, memory_limit=memory_limit, feedback=feedback)
+    options = GradingOptions(cell_timeout=cell_timeout, memory_limit=memory_limit, feedback=feedback, sealed=sandbox)
 
     with opened(submissions) as root:
         intake = take_in(root, known, functions, student_pattern)
@@ -107,7 +117,21 @@ def grade(
     _clear_stale_feedback(out / FEEDBACK_DIR, keep={(g.student_id, g.assignment) for g in report.grades})
 
     batch = GradingBatch(snapshot(solutions_dir, names), options)
-    for graded in _run(batch, fresh, jobs=jobs, scheduler=scheduler, progress=progress, done=report.reused):
+    finished: list = []
+    failure: HealthCheckFailed | None = None
+    try:
+        for graded in _run(batch, fresh, jobs=jobs, scheduler=scheduler, progress=progress, done=report.reused):
+            finished.append(graded)
+    except HealthCheckFailed as failed:
+        failure = failed
+    broken = _broken_workers(failure)
+    graded_pairs = {(g.submission.student, g.submission.assignment) for g in finished}
+    for submission in fresh:  # what a broken grader did not, or must not, grade
+        if (submission.student, submission.assignment) not in graded_pairs:
+            finished.append(_unverified(submission, specs[submission.assignment], str(failure)))
+    for graded in finished:
+        if failure is not None and (graded.worker in broken or "*" in broken) and graded.grade.outcome.kind is not Kind.HEALTH_CHECK_FAILED:
+            graded = _unverified(graded.submission, specs[graded.submission.assignment], str(failure))
         grade_row, test_rows = graded.grade, graded.tests
         report.grades.append(grade_row)
         report.tests += test_rows
@@ -115,7 +139,8 @@ def grade(
             target = out / FEEDBACK_DIR / grade_row.student_id / filename
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_bytes(html)
-        cache.put(graded.submission, grade_row, test_rows)
+        if grade_row.outcome.kind is not Kind.HEALTH_CHECK_FAILED:
+            cache.put(graded.submission, grade_row, test_rows)
     cache.save()
 
     # The same order whatever ran where: students, then assignments in course order.
@@ -125,7 +150,26 @@ def grade(
     report.grades += unplaced
     write_csvs(report, out)
     write_summary(report.grades, report.tests, specs, out)
+    if failure is not None:
+        raise failure
     return report
+
+
+def _broken_workers(failure: HealthCheckFailed | None) -> set[str]:
+    """The workers a failed health check names ("*": it could not tell, so all of them)."""
+    if failure is None:
+        return set()
+    worker = getattr(failure, "worker", "")
+    return {worker} if worker else {"*"}
+
+
+def _unverified(submission: Submission, spec: AssignmentSpec, why: str):
+    """The row of a pair that a broken grader did not, or must not, grade: zero, and why."""
+    from .models import Graded
+
+    outcome = Outcome(Kind.HEALTH_CHECK_FAILED, why.removeprefix(f"{Kind.HEALTH_CHECK_FAILED.value} ")[:300] or "the run stopped")
+    rows = [TestRow(submission.student, spec.name, test, 0.0, points) for test, points in spec.tests.items()]
+    return Graded(submission, GradeRow(submission.student, spec.name, 0.0, spec.max_score, outcome), rows)
 
 
 def _check_paths(submissions: Path, out: Path, solutions_dir: Path) -> None:
@@ -150,7 +194,9 @@ def _submission(intake: Intake, student: str, name: str) -> Submission:
 
 def _unplaced_row(handin: Handin, why: str, specs: dict[str, AssignmentSpec]) -> GradeRow:
     spec = specs.get(handin.assignment or "")
-    return GradeRow(handin.student or handin.received_as, handin.assignment or "?", 0.0, spec.max_score if spec else 0.0, why)
+    kind, _, reason = why.partition(": ")
+    outcome = Outcome(Kind(kind), reason) if kind in {k.value for k in Kind} else Outcome(Kind.UNIDENTIFIED, why)
+    return GradeRow(handin.student or handin.received_as, handin.assignment or "?", 0.0, spec.max_score if spec else 0.0, outcome)
 
 
 def _run(batch: GradingBatch, todo: list[Submission], *, jobs: int, scheduler: str | None, progress: bool, done: int) -> Iterator:
@@ -162,15 +208,39 @@ def _run(batch: GradingBatch, todo: list[Submission], *, jobs: int, scheduler: s
             return
         with grading_executor(jobs, scheduler) as (executor, workers):
             if executor is None:
-                yield from batch(todo, on_graded=lambda: bar.update(1))
+                yield from batch(todo, on_graded=lambda: bar.update(1), end_check=True)
                 return
             batch = replace(batch, run_id=uuid.uuid4().hex)  # each worker keeps one course for all its tasks
             size = max(1, len(todo) // (workers * 4))  # small tasks keep the bar moving and every worker busy
             tasks = [todo[i : i + size] for i in range(0, len(todo), size)]
             futures = {executor.submit(batch, task): len(task) for task in tasks}
+            seen: set[str] = set()
             for future in as_completed(futures):
                 bar.update(futures[future])
-                yield from future.result()
+                results = future.result()
+                seen.update(r.worker for r in results)
+                yield from results
+            _end_checks(executor, batch, seen, workers)
+
+
+def _end_checks(executor, batch: GradingBatch, workers_seen: set[str], workers: int) -> None:
+    """Ask each worker that graded something to grade the known solution once more.
+
+    A pool hands tasks to whichever worker is free, so checks are sent until every worker
+    seen has answered (or too many tries went to others: then that, too, is a failure).
+    """
+    checked: set[str] = set()
+    for _ in range(4 * max(workers, 1)):
+        if workers_seen <= checked:
+            return
+        futures = [executor.submit(batch.check_health) for _ in range(max(1, len(workers_seen - checked)))]
+        for future in futures:
+            checked.add(future.result())
+    missing = sorted(workers_seen - checked)
+    if missing:
+        failure = HealthCheckFailed(f"{Kind.HEALTH_CHECK_FAILED.value}: no end-of-run check could reach {', '.join(missing)}")
+        failure.worker = missing[0]
+        raise failure
 
 
 def _clear_stale_feedback(feedback_dir: Path, keep: set[tuple[str, str]]) -> None:
@@ -216,10 +286,13 @@ class GradingCache:
         entry = self.entries.get(self.key(submission))
         if entry is None:
             return None
-        return GradeRow(**entry["grade"]), [TestRow(**t) for t in entry["tests"]]
+        fields = dict(entry["grade"])
+        fields["outcome"] = Outcome.from_json(fields["outcome"])
+        return GradeRow(**fields), [TestRow(**t) for t in entry["tests"]]
 
     def put(self, submission: Submission, grade_row: GradeRow, test_rows: list[TestRow]) -> None:
-        self.entries[self.key(submission)] = {"grade": asdict(grade_row), "tests": [asdict(t) for t in test_rows]}
+        grade = {**asdict(grade_row), "outcome": grade_row.outcome.to_json()}
+        self.entries[self.key(submission)] = {"grade": grade, "tests": [asdict(t) for t in test_rows]}
 
     def save(self) -> None:
         self.path.write_text(json.dumps({"fingerprint": self.fingerprint, "entries": self.entries}, indent=0), encoding="utf-8")
@@ -227,11 +300,15 @@ class GradingCache:
 
 def write_csvs(report: GradingReport, out: Path) -> None:
     out.mkdir(parents=True, exist_ok=True)
-    for filename, rows, row_type in ((GRADES_CSV, report.grades, GradeRow), (TESTS_CSV, report.tests, TestRow)):
+    grades = [
+        {"student_id": r.student_id, "assignment": r.assignment, "score": r.score, "max_score": r.max_score, "kind": r.outcome.kind.value, "status": r.status}
+        for r in report.grades
+    ]
+    for filename, rows in ((GRADES_CSV, grades), (TESTS_CSV, [asdict(r) for r in report.tests])):
         with (out / filename).open("w", newline="", encoding="utf-8") as handle:
-            writer = csv.DictWriter(handle, fieldnames=list(row_type.__dataclass_fields__))
+            writer = csv.DictWriter(handle, fieldnames=list(rows[0]) if rows else ["student_id", "assignment"])
             writer.writeheader()
-            writer.writerows(asdict(r) for r in rows)
+            writer.writerows(rows)
 
 
 def format_table(report: GradingReport, status_width: int = 100) -> str:

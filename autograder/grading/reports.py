@@ -15,7 +15,7 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
-from .worker import AssignmentSpec, GradeRow, TestRow
+from .models import AssignmentSpec, GradeRow, TestRow
 
 GRADEBOOK_CSV = "gradebook.csv"
 SUMMARY_MD = "summary.md"
@@ -39,7 +39,7 @@ class AssignmentSummary:
     assignment: str
     max_score: float
     percents: list[float]  # one per graded submission, 0..100
-    not_graded: Counter  # the status's first clause -> how many pairs
+    not_graded: Counter  # the outcome's kind -> how many pairs
     most_failed: list[TestFailures]  # most failed first; tests nobody failed are left out
 
     @property
@@ -58,7 +58,7 @@ def summarize(grades: list[GradeRow], tests: list[TestRow], specs: dict[str, Ass
         rows = [r for r in grades if r.assignment == name]
         if not rows:
             continue
-        graded = [r for r in rows if r.status.startswith("graded")]
+        graded = [r for r in rows if r.outcome.scored]
         graded_pairs = {(r.student_id, r.assignment) for r in graded}
         lost = Counter(
             t.test for t in tests if (t.student_id, t.assignment) in graded_pairs and t.score < t.max_score
@@ -67,7 +67,7 @@ def summarize(grades: list[GradeRow], tests: list[TestRow], specs: dict[str, Ass
             assignment=name,
             max_score=spec.max_score,
             percents=[100 * r.score / r.max_score if r.max_score else 0.0 for r in graded],
-            not_graded=Counter(r.status.split(";")[0].split(":")[0] for r in rows if not r.status.startswith("graded")),
+            not_graded=Counter(r.outcome.kind.value for r in rows if not r.outcome.scored),
             most_failed=[TestFailures(test, n, len(graded)) for test, n in sorted(lost.items(), key=lambda kv: (-kv[1], list(spec.tests).index(kv[0])))],
         ))
     return summaries

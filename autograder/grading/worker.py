@@ -12,109 +12,33 @@ import json
 import multiprocessing.util
 import os
 import re
+import socket
 import tempfile
 from contextlib import ExitStack, contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
 import nbformat
 from nbformat.notebooknode import NotebookNode
 
-from course_utils.reference import is_solution_cell, is_test_cell, nbgrader_meta
+from course_utils.reference import assignment_notebook, is_solution_cell, is_test_cell, nbgrader_meta
 
 from ..course import NbgraderError, ScratchCourse, failure_reason, scratch_course
-from .intake import defined_names
-from .admission import repair
-from ..settings import CELL_TIMEOUT_S, MAX_OUTPUT_CHARS, MEMORY_LIMIT_BYTES
-
-
-@dataclass(frozen=True)
-class GradeRow:
-    student_id: str
-    assignment: str
-    score: float
-    max_score: float
-    status: str
-
-
-@dataclass(frozen=True)
-class TestRow:
-    __test__ = False  # a row of tests.csv, not a pytest class
-    student_id: str
-    assignment: str
-    test: str
-    score: float
-    max_score: float
-
-
-@dataclass(frozen=True)
-class AssignmentSpec:
-    """What the source notebook says an assignment is worth, test by test."""
-
-    name: str
-    tests: dict[str, float]  # grade_id -> points, in notebook order
-    functions: frozenset[str] = frozenset()  # what its solution cells define
-
-    @property
-    def max_score(self) -> float:
-        return float(sum(self.tests.values()))
-
-    @classmethod
-    def load(cls, solutions_dir: Path, name: str) -> "AssignmentSpec":
-        notebook = json.loads((solutions_dir / name / f"{name}.ipynb").read_text(encoding="utf-8"))
-        cells = notebook["cells"]
-        tests = {nbgrader_meta(c)["grade_id"]: float(nbgrader_meta(c).get("points", 0)) for c in cells if is_test_cell(c)}
-        functions = set().union(*(defined_names("".join(c["source"])) for c in cells if is_solution_cell(c)))
-        return cls(name=name, tests=tests, functions=frozenset(functions))
-
-
-@dataclass(frozen=True)
-class GradingOptions:
-    cell_timeout: int = CELL_TIMEOUT_S
-    memory_limit: int | None = MEMORY_LIMIT_BYTES  # bytes of data per notebook kernel
-    feedback: bool = True
-
-
-@dataclass(frozen=True)
-class Submission:
-    """One (student, assignment) pair to grade: the notebook's bytes, or None when nothing was handed in."""
-
-    student: str
-    assignment: str
-    content: bytes | None
-    received_as: str | None = None
-    notes: tuple[str, ...] = ()  # how intake placed it (renamed, chosen among copies)
-
-
-@dataclass
-class Graded:
-    submission: Submission
-    grade: GradeRow
-    tests: list[TestRow]
-    feedback: dict[str, bytes] = field(default_factory=dict)  # file name -> HTML
-
-
-class SubmissionProblem(Exception):
-    """A submission that cannot be graded; the message becomes its status."""
-
-
-# nbgrader treats student ids as path globs and strips spaces around them: keep ids plain.
-SAFE_STUDENT_ID = re.compile(r"^[A-Za-z0-9@._-]+( [A-Za-z0-9@._-]+)*$")
-
-# Student code that reaches for the instructor's solutions, which the grading kernel can see.
-SOLUTION_ACCESS = re.compile(r"load_solution|COURSE_SOLUTIONS_DIR|course_utils\.reference|course_utils import reference")
-
-# Student code that replaces what the tests compare with, so that every comparison passes.
-CHECK_NAMES = r"(?:allclose|isclose|equal|assert_close|testing|check_\w+|call)"
-TAMPERING = re.compile(
-    rf"(?:\b(?:torch|np|numpy|checks|course_utils)(?:\.\w+)*\.{CHECK_NAMES}\s*=(?!=))"
-    # defining or rebinding a checker at top level (calling one, as the self-check cell does, is fine)
-    rf"|(?:^\s*(?:def|class)\s+(?:check_\w+|assert_close)\s*[(:])"
-    rf"|(?:^\s*(?:check_\w+|assert_close)\s*=(?!=))"
-    rf"|(?:\bsetattr\s*\(\s*(?:torch|np|numpy|checks|course_utils)\b)",
-    re.MULTILINE,
+from .admission import read_submission, repair, review_flags, sandbox_violations
+from .models import (
+    AssignmentSpec,
+    Graded,
+    GradeRow,
+    GradingOptions,
+    HealthCheckFailed,
+    Kind,
+    Outcome,
+    Submission,
+    SubmissionProblem,
+    TestRow,
 )
+from ..settings import CELL_TIMEOUT_S, MAX_OUTPUT_CHARS, MEMORY_LIMIT_BYTES
 
 
 def snapshot(solutions_dir: Path, names: list[str]) -> dict[str, bytes]:
@@ -150,13 +74,29 @@ class GradingBatch:
     options: GradingOptions
     run_id: str | None = None
 
-    def __call__(self, submissions: list[Submission], on_graded: Callable[[], None] | None = None) -> list[Graded]:
-        """Grade in a private scratch course: nbgrader's SQLite gradebook takes one writer."""
+    def __call__(self, submissions: list[Submission], on_graded: Callable[[], None] | None = None, end_check: bool = False) -> list[Graded]:
+        """Grade in a private scratch course: nbgrader's SQLite gradebook takes one writer.
+
+        With ``end_check``, the known solutions are graded again afterwards (``check_health``).
+        """
         _one_thread_per_kernel()
         if self.run_id is None:
             with _course_for(self) as prepared:
-                return self._grade(prepared, submissions, on_graded)
+                results = self._grade(prepared, submissions, on_graded)
+                if end_check:
+                    self._check(prepared)
+                return results
         return self._grade(_warm_course(self), submissions, on_graded)
+
+    def check_health(self) -> str:
+        """Grade every assignment's known solution in this worker's course; its id, or HealthCheckFailed."""
+        _one_thread_per_kernel()
+        self._check(_warm_course(self))
+        return worker_id()
+
+    def _check(self, prepared: "PreparedCourse") -> None:
+        for spec in prepared.specs.values():
+            _checked(health_check, prepared, spec, self.options)
 
     def _grade(self, prepared: "PreparedCourse", submissions: list[Submission], on_graded: Callable[[], None] | None) -> list[Graded]:
         course, api = prepared.course, prepared.api
@@ -164,9 +104,12 @@ class GradingBatch:
             if name not in prepared.specs:
                 course.check(api.generate_assignment(name, force=True, create=True), f"generate_assignment {name}")
                 prepared.specs[name] = AssignmentSpec.load(course.solutions_dir, name)
+                _checked(health_check, prepared, prepared.specs[name], self.options)  # before any grade of it
         results = []
         for submission in submissions:
-            results.append(grade_one(course, api, submission, prepared.specs[submission.assignment], self.options))
+            graded = grade_one(course, api, submission, prepared.specs[submission.assignment], self.options)
+            graded.worker = worker_id()
+            results.append(graded)
             if on_graded:
                 on_graded()
         if self.options.feedback:
@@ -185,7 +128,7 @@ class PreparedCourse:
 @contextmanager
 def _course_for(batch: GradingBatch) -> Iterator[PreparedCourse]:
     with materialized(batch.solutions) as solutions_dir, scratch_course(
-        solutions_dir, cell_timeout=batch.options.cell_timeout, memory_limit=batch.options.memory_limit
+        solutions_dir, cell_timeout=batch.options.cell_timeout, memory_limit=batch.options.memory_limit, sealed=batch.options.sealed
     ) as course:
         yield PreparedCourse(course, course.api())
 
@@ -219,81 +162,85 @@ def _one_thread_per_kernel() -> None:
         os.environ[variable] = "1"
 
 
+HEALTH_STUDENT = "grader-health-check"
+
+
 def grade_one(course: ScratchCourse, api: Any, submission: Submission, spec: AssignmentSpec, options: GradingOptions) -> Graded:
-    """Grade one submission; any problem becomes a zero row whose status says why."""
+    """Grade one submission; any problem becomes a zero row whose outcome says why."""
     student, name = submission.student, spec.name
     notes = list(submission.notes)
     try:
-        released = nbformat.read(course.root / "release" / name / f"{name}.ipynb", as_version=4)
-        notebook = read_submission(submission, spec)
+        released = nbformat.read(assignment_notebook(course.root / "release", name), as_version=4)
+        notebook = read_submission(submission, name)
         notebook, repairs = repair(notebook, released)
         notes += repairs.notes()
         if not {nbgrader_meta(c).get("grade_id") for c in notebook.cells} & (set(spec.tests) | spec.functions):
             raise SubmissionProblem(
-                "no grading metadata: none of the notebook's cells carry nbgrader metadata, and none could be "
-                "matched to the released notebook"
+                Kind.NO_METADATA,
+                "none of the notebook's cells carry nbgrader metadata, and none could be matched to the released notebook",
             )
-        check_integrity(notebook)
-        target = course.root / "submitted" / student / name / f"{name}.ipynb"
+        flags = review_flags(notebook, released)
+        target = assignment_notebook(course.root / "submitted" / student, name)
         target.parent.mkdir(parents=True, exist_ok=True)
         nbformat.write(notebook, target)
         result = api.autograde(name, student, force=True, create=True)
         if not result.get("success"):
-            raise SubmissionProblem(f"autograde failed: {failure_reason(result)}")
+            raise SubmissionProblem(Kind.AUTOGRADE_FAILED, failure_reason(result))
         scores = _scores_from_gradebook(course, student, spec)
-        notes += diagnose(course.root / "autograded" / student / name / f"{name}.ipynb", options)
+        report = _sealed_report(course, student, name)
+        notes += diagnose(assignment_notebook(course.root / "autograded" / student, name), options)
+        notes += _run_notes(report, options)
     except Exception as problem:  # noqa: BLE001 - one bad submission must not stop the class
-        status = str(problem) if isinstance(problem, SubmissionProblem) else f"grading error: {type(problem).__name__}: {problem}"
+        if isinstance(problem, SubmissionProblem):
+            outcome = Outcome(problem.kind, problem.reason, tuple(notes))
+        else:
+            outcome = Outcome(Kind.GRADING_ERROR, f"{type(problem).__name__}: {problem}", tuple(notes))
         return Graded(
             submission,
-            GradeRow(student, name, 0.0, spec.max_score, "; ".join([status, *notes])),
+            GradeRow(student, name, 0.0, spec.max_score, outcome),
             [TestRow(student, name, test, 0.0, points) for test, points in spec.tests.items()],
         )
-    status = "; ".join([_graded_status(spec, scores), *notes])
+    violations = sandbox_violations(_all_outputs(report), int(report.get("leftover_processes", 0) or 0))
+    outcome = _graded_outcome(spec, scores, notes, flags, violations)
     return Graded(
         submission,
-        GradeRow(student, name, sum(scores.values()), spec.max_score, status),
+        GradeRow(student, name, sum(scores.values()), spec.max_score, outcome),
         [TestRow(student, name, test, scores.get(test, 0.0), points) for test, points in spec.tests.items()],
     )
 
 
-def read_submission(submission: Submission, spec: AssignmentSpec) -> NotebookNode:
-    """The submitted notebook, or SubmissionProblem saying why it cannot be graded."""
-    if not SAFE_STUDENT_ID.match(submission.student):
-        raise SubmissionProblem(
-            f"invalid student name {submission.student!r}: use letters, digits, '@', '.', '_', '-' and single inner spaces"
-        )
-    if submission.content is None:
-        raise SubmissionProblem(f"missing: no {spec.name}.ipynb, nor a file that could be matched to it")
+def _sealed_report(course: ScratchCourse, student: str, name: str) -> dict[str, Any]:
     try:
-        # No strict schema validation: nbgrader's own sanitising step copes with stray output keys.
-        notebook = nbformat.reads(submission.content.decode("utf-8"), as_version=4)
-    except Exception as error:  # noqa: BLE001 - any parse failure is the student's file, not ours
-        raise SubmissionProblem(f"unreadable: not a valid notebook ({type(error).__name__}: {str(error)[:200]})") from None
-    if not isinstance(notebook.get("cells"), list):
-        raise SubmissionProblem("unreadable: valid JSON but not a notebook (no list of cells)")
-    if not notebook.cells:
-        raise SubmissionProblem("unreadable: the notebook has no cells")
-    return notebook
+        return json.loads((course.root / "sealed-reports" / student / f"{name}.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
 
 
-def check_integrity(notebook: NotebookNode) -> None:
-    """Refuse code that reads the solutions or replaces the checks: tests could not be trusted."""
-    for index, cell in enumerate(notebook.cells):
-        if cell.get("cell_type") != "code" or is_test_cell(cell):
-            continue  # test cells are the instructor's: nbgrader restores them from the source
-        where = nbgrader_meta(cell).get("grade_id") or f"cell {index + 1}"
-        if SOLUTION_ACCESS.search(cell.source):
-            raise SubmissionProblem(
-                f"rejected: the notebook's own code reaches for the instructor's solutions ({where}: "
-                "load_solution / COURSE_SOLUTIONS_DIR); review it by hand"
-            )
-        tampering = TAMPERING.search(cell.source)
-        if tampering:
-            raise SubmissionProblem(
-                f"rejected: the notebook replaces a function the tests compare with ({where}: "
-                f"{tampering.group(0).strip()!r}), so no test could be trusted; review it by hand"
-            )
+def _all_outputs(report: dict[str, Any]) -> list[dict]:
+    outputs = report.get("outputs", {})
+    return [o for cell in outputs.values() if isinstance(cell, list) for o in cell]
+
+
+def _run_notes(report: dict[str, Any], options: GradingOptions) -> list[str]:
+    notes = []
+    ended = report.get("ended", "")
+    if ended and ended != "completed":
+        notes.append(f"the notebook did not run to the end: {ended}")
+    if not options.sealed:
+        notes.append("unsealed: graded with --no-sandbox, so its code ran with the grader's rights")
+    return notes
+
+
+def _graded_outcome(spec: AssignmentSpec, scores: dict[str, float], notes: list[str], flags: list[str], violations: list[str]) -> Outcome:
+    failed = [test for test, points in spec.tests.items() if scores.get(test, 0.0) < points]
+    summary = "" if not failed else "no test passed" if len(failed) == len(spec.tests) else f"lost points on: {', '.join(failed)}"
+    graded = Outcome(Kind.GRADED, summary).render()
+    if violations:
+        extra = [f"review: introspection of the grader ({'; '.join(flags)})"] if flags else []
+        return Outcome(Kind.SANDBOX_VIOLATION, f"tried to {', '.join(violations)}", (graded, *extra, *notes))
+    if flags:
+        return Outcome(Kind.REVIEW, "; ".join(flags), (graded, *notes))
+    return Outcome(Kind.GRADED, summary, tuple(notes))
 
 
 # What a failing cell's error says about why, for the status.
@@ -350,10 +297,34 @@ def _scores_from_gradebook(course: ScratchCourse, student: str, spec: Assignment
 
 
 def _feedback(course: ScratchCourse, api: Any, row: GradeRow) -> dict[str, bytes]:
-    if not row.status.startswith("graded"):
+    if not row.outcome.scored:
         return {}
     try:
         course.check(api.generate_feedback(row.assignment, row.student_id), "generate_feedback")
         return {html.name: html.read_bytes() for html in (course.root / "feedback" / row.student_id / row.assignment).glob("*.html")}
     except (NbgraderError, OSError):
         return {}  # the grade stands; feedback is a courtesy
+
+
+def _checked(check: Callable[..., None], prepared: "PreparedCourse", spec: AssignmentSpec, options: GradingOptions) -> None:
+    try:
+        check(prepared.course, prepared.api, spec, options)
+    except HealthCheckFailed as failure:
+        failure.worker = worker_id()  # the pipeline discards this worker's rows
+        raise
+
+
+def health_check(course: ScratchCourse, api: Any, spec: AssignmentSpec, options: GradingOptions) -> None:
+    """The known solution must grade to full marks here, or no grade from this grader is written."""
+    source = assignment_notebook(course.solutions_dir, spec.name).read_bytes()
+    probe = Submission(HEALTH_STUDENT, spec.name, source)
+    result = grade_one(course, api, probe, spec, replace(options, feedback=False))
+    if result.grade.score != spec.max_score or not result.grade.outcome.scored:
+        raise HealthCheckFailed(
+            f"{Kind.HEALTH_CHECK_FAILED.value} on {worker_id()} for {spec.name}: the known solution scored "
+            f"{result.grade.score:g} / {spec.max_score:g} ({result.grade.status[:300]})"
+        )
+
+
+def worker_id() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}"

@@ -1,0 +1,148 @@
+"""What grading works with and gives back, as data: submissions, options, outcomes, rows.
+
+An outcome is a kind, a reason and notes; it becomes text only where a person reads it
+(``Outcome.render``: the CSVs, the terminal table, the summary).
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from course_utils.reference import assignment_notebook, is_solution_cell, is_test_cell, nbgrader_meta
+
+from ..settings import CELL_TIMEOUT_S, MEMORY_LIMIT_BYTES
+from .intake import defined_names
+
+
+class Kind(str, enum.Enum):
+    GRADED = "graded"
+    SANDBOX_VIOLATION = "sandbox violation"  # graded; the notebook tried something the sandbox stopped
+    REVIEW = "review: introspection of the grader"  # graded; a person should read the lines named
+    MISSING = "missing"
+    UNREADABLE = "unreadable"
+    NO_METADATA = "no grading metadata"
+    INVALID_STUDENT = "invalid student name"
+    UNIDENTIFIED = "unidentified"
+    AUTOGRADE_FAILED = "autograde failed"
+    GRADING_ERROR = "grading error"
+    HEALTH_CHECK_FAILED = "grader health check failed"
+
+
+SCORED = frozenset({Kind.GRADED, Kind.SANDBOX_VIOLATION, Kind.REVIEW})
+
+
+@dataclass(frozen=True)
+class Outcome:
+    kind: Kind
+    reason: str = ""  # graded kinds: which tests lost points; others: why there is no grade
+    notes: tuple[str, ...] = ()
+
+    @property
+    def scored(self) -> bool:
+        """The score comes from the tests (a review flag or a blocked attempt changes no score)."""
+        return self.kind in SCORED
+
+    def render(self) -> str:
+        if self.kind is Kind.GRADED:
+            head = f"graded ({self.reason})" if self.reason else "graded"
+        elif self.kind is Kind.REVIEW:
+            head = f"{self.kind.value} ({self.reason})"
+        else:
+            head = f"{self.kind.value}: {self.reason}" if self.reason else self.kind.value
+        return "; ".join([head, *self.notes])
+
+    def to_json(self) -> dict:
+        return {"kind": self.kind.value, "reason": self.reason, "notes": list(self.notes)}
+
+    @classmethod
+    def from_json(cls, data: dict) -> "Outcome":
+        return cls(Kind(data["kind"]), data.get("reason", ""), tuple(data.get("notes", ())))
+
+
+@dataclass(frozen=True)
+class GradeRow:
+    student_id: str
+    assignment: str
+    score: float
+    max_score: float
+    outcome: Outcome
+
+    @property
+    def status(self) -> str:
+        return self.outcome.render()
+
+
+@dataclass(frozen=True)
+class TestRow:
+    __test__ = False  # a row of tests.csv, not a pytest class
+    student_id: str
+    assignment: str
+    test: str
+    score: float
+    max_score: float
+
+
+@dataclass(frozen=True)
+class AssignmentSpec:
+    """What the source notebook says an assignment is worth, test by test."""
+
+    name: str
+    tests: dict[str, float]  # grade_id -> points, in notebook order
+    functions: frozenset[str] = frozenset()  # what its solution cells define
+
+    @property
+    def max_score(self) -> float:
+        return float(sum(self.tests.values()))
+
+    @classmethod
+    def load(cls, solutions_dir: Path, name: str) -> "AssignmentSpec":
+        notebook = json.loads(assignment_notebook(solutions_dir, name).read_text(encoding="utf-8"))
+        cells = notebook["cells"]
+        tests = {nbgrader_meta(c)["grade_id"]: float(nbgrader_meta(c).get("points", 0)) for c in cells if is_test_cell(c)}
+        functions = set().union(*(defined_names("".join(c["source"])) for c in cells if is_solution_cell(c)))
+        return cls(name=name, tests=tests, functions=frozenset(functions))
+
+
+@dataclass(frozen=True)
+class GradingOptions:
+    cell_timeout: int = CELL_TIMEOUT_S
+    memory_limit: int | None = MEMORY_LIMIT_BYTES  # bytes of data per process of the sandbox
+    feedback: bool = True
+    sealed: bool = True  # False only with --no-sandbox: every row then says so
+
+
+@dataclass(frozen=True)
+class Submission:
+    """One (student, assignment) pair to grade: the notebook's bytes, or None when nothing was handed in."""
+
+    student: str
+    assignment: str
+    content: bytes | None
+    received_as: str | None = None
+    notes: tuple[str, ...] = ()  # how intake placed it (renamed, chosen among copies)
+
+
+@dataclass
+class Graded:
+    submission: Submission
+    grade: GradeRow
+    tests: list[TestRow]
+    feedback: dict[str, bytes] = field(default_factory=dict)  # file name -> HTML
+    worker: str = ""  # which worker graded it: its end-of-run health check vouches for the row
+
+
+class SubmissionProblem(Exception):
+    """A submission that cannot be graded: its outcome says why."""
+
+    def __init__(self, kind: Kind, reason: str) -> None:
+        super().__init__(f"{kind.value}: {reason}")
+        self.kind, self.reason = kind, reason
+
+
+class HealthCheckFailed(RuntimeError):
+    """The known solution no longer grades to full marks: no grade from this grader can be trusted."""
+
+    worker: str = ""  # the worker that failed it, when known
