@@ -33,7 +33,7 @@ SOFTMAX_SIGNATURE = "def softmax(scores: torch.Tensor, dim: int = -1, temperatur
 class BadCase:
     student: str
     write: Callable[[Path], None]  # writes the student's files into their folder
-    score: str  # "zero", "full", or "lost" (exactly ``lost`` lose points)
+    score: str  # "zero", "full", "lost" (exactly ``lost`` lose points) or "at least" (``lost`` among others)
     status: str  # a regular expression the status must match (re.search)
     lost: frozenset[str] = frozenset()
 
@@ -136,14 +136,16 @@ BAD_CASES = [
     BadCase(
         "os-exit",
         notebook_file(solved(FIRST, [softmax_cell("import os\nos._exit(1)")])),
-        "zero",
-        r"^autograde failed: the kernel died",
+        "lost",
+        r"the notebook did not run to the end: the kernel died",
+        frozenset(AssignmentSpec.load(SOLUTIONS_DIR, FIRST).tests) - HARD_LOOKUP_TESTS,  # hard_lookup's tests ran before
     ),
     BadCase(
         "segfault",
         notebook_file(solved(FIRST, [softmax_cell("import ctypes\nctypes.string_at(0)")])),
-        "zero",
-        r"^autograde failed: the kernel died",
+        "lost",
+        r"the notebook did not run to the end: the kernel died",
+        frozenset(AssignmentSpec.load(SOLUTIONS_DIR, FIRST).tests) - HARD_LOOKUP_TESTS,
     ),
     BadCase(
         "memory-blow-up",
@@ -167,11 +169,12 @@ BAD_CASES = [
     BadCase(
         "patches-assert-close",
         notebook_file(solved(FIRST, [WRONG_SOFTMAX, Variant("patch", "hard_lookup", source="import torch\ntorch.testing.assert_close = " + NEVER_FAIL)])),
-        "zero",
-        r"^rejected: the notebook replaces a function the tests compare with \(hard_lookup: 'torch\.testing\.assert_close ='\)",
+        "at least",  # the patch is flagged for review and changes nothing: the verdicts are decided elsewhere
+        r"^review: introspection of the grader \(hard_lookup: 'torch\.testing\.assert_close =",
+        frozenset(WRONG_SOFTMAX.loses),
     ),
     BadCase(
-        # Hidden from the scan: the checks notice at run time that assert_close is not torch's.
+        # Obfuscated: flagged all the same, and the wrong softmax loses its points.
         "patches-assert-close-quietly",
         notebook_file(
             solved(FIRST, [softmax_cell(
@@ -179,18 +182,18 @@ BAD_CASES = [
                 base=WRONG_SOFTMAX.apply(softmax_source()),
             )])
         ),
-        "lost",
-        r"^graded \(lost points on: ",
-        # Every test that compares after the patch ran: the check refuses a replaced assert_close.
-        frozenset(AssignmentSpec.load(SOLUTIONS_DIR, FIRST).tests) - HARD_LOOKUP_TESTS,
+        "at least",
+        r"^review: introspection of the grader .*lost points on: ",
+        frozenset(WRONG_SOFTMAX.loses),
     ),
     BadCase(
         "borrows-the-solution",
         notebook_file(
             solved(FIRST, [Variant("borrow", "softmax", source=f"from course_utils.reference import load_solution\nsoftmax = load_solution({FIRST!r}).softmax")])
         ),
-        "zero",
-        r"^rejected: the notebook's own code reaches for the instructor's solutions",
+        "lost",  # the sealed run has no solutions to borrow: softmax gives nothing the tests accept
+        r"^review: introspection of the grader \(softmax: .*load_solution",
+        SOFTMAX_TESTS,
     ),
 ]
 

@@ -29,6 +29,8 @@ def test_bad_submission_gets_its_grade_and_reason(bad_class: GradedClass, case: 
         assert row.score == 0, row
     elif case.score == "full":
         assert row.score == row.max_score, row
+    elif case.score == "at least":
+        assert lost(bad_class.report, case.student) >= set(case.lost), row
     else:
         assert lost(bad_class.report, case.student) == set(case.lost), row
 
@@ -77,6 +79,6 @@ def test_calling_the_builtin_kernel_is_a_named_mistake() -> None:
     ],
 )
 def test_tamper_check_flags_rebinding_a_checker_but_not_calling_one(source: str, tampers: bool) -> None:
-    from autograder.grading.worker import TAMPERING
+    from autograder.grading.admission import INTROSPECTION
 
-    assert bool(TAMPERING.search(source)) is tampers
+    assert bool(INTROSPECTION.search(source)) is tampers

@@ -79,7 +79,7 @@ def test_every_student_and_assignment_has_one_grade_row(graded_class: GradedClas
     students = sorted(p.name for p in graded_class.submissions.iterdir())
     with (graded_class.out / GRADES_CSV).open() as handle:
         rows = list(csv.DictReader(handle))
-    assert list(rows[0]) == ["student_id", "assignment", "score", "max_score", "status"]
+    assert list(rows[0]) == ["student_id", "assignment", "score", "max_score", "kind", "status"]
     assert sorted((r["student_id"], r["assignment"]) for r in rows) == sorted((s, a) for s in students for a in ASSIGNMENTS)
 
 
