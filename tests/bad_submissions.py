@@ -197,6 +197,48 @@ BAD_CASES = [
     ),
 ]
 
+# Hostile submissions: each tries one attack on the grader. They are graded in the same run as
+# the honest ones above, which must keep full marks. The ones that fake a function lose its points.
+PROCESS_MARKER = "attention-course-hostile-sleeper"
+LEAK_STASH = "import linecache\n_stash = []\n_real_softmax = softmax\n\ndef softmax(*args, **kwargs):\n    _stash.append('\\n'.join(''.join(v[2]) for v in list(linecache.cache.values())))\n    return _real_softmax(*args, **kwargs)"
+HOSTILE_CASES = [
+    BadCase("deletes-grader-state", notebook_file(solved(FIRST, [softmax_cell(
+        "import glob, os, shutil\nfor path in glob.glob('/tmp/attention-*') + [os.environ.get('COURSE_SOLUTIONS_DIR', '/nonexistent')]:\n"
+        "    shutil.rmtree(path, ignore_errors=True)\nfor db in glob.glob('/tmp/**/gradebook.db', recursive=True):\n    open(db, 'w').write('broken')")])),
+        "full", r"^graded$"),
+    BadCase("writes-outside", notebook_file(solved(FIRST, [softmax_cell("open('/usr/attention-course-pwned', 'w').write('x')")])),
+            "full", r"^sandbox violation: tried to write outside its scratch; graded"),
+    BadCase("reads-other-submissions", notebook_file(solved(FIRST, [softmax_cell(
+        "import os\nassert not os.path.exists('/work') and not os.path.exists(os.path.expanduser('~/.ssh')), 'can see the host'")])),
+        "full", r"^graded$"),
+    BadCase("opens-a-socket", notebook_file(solved(FIRST, [softmax_cell("import socket\nsocket.create_connection(('1.1.1.1', 80), timeout=3)")])),
+            "full", r"^sandbox violation: tried to network; graded"),
+    BadCase("forks-and-detaches", notebook_file(solved(FIRST, [softmax_cell(
+        f"import subprocess\nsubprocess.Popen(['bash', '-c', 'exec -a {PROCESS_MARKER} sleep 1000'], start_new_session=True)")])),
+        "full", r"^sandbox violation: tried to leave 1 process\(es\) running \(killed\); graded"),
+    BadCase("rebinds-the-checkers", notebook_file(solved(FIRST, [softmax_cell(
+        "globals()['check_close'] = " + NEVER_FAIL + "\nglobals()['check_matches'] = " + NEVER_FAIL, base=WRONG_SOFTMAX.apply(softmax_source()))])),
+        "at least", r"^review: introspection of the grader", frozenset(WRONG_SOFTMAX.loses)),
+    BadCase("patches-the-checks-module", notebook_file(solved(FIRST, [softmax_cell(
+        "import course_utils.checks as trusted\nsetattr(trusted, 'check_close', lambda *a, **k: True)\nsetattr(trusted, '_recording', lambda: True)",
+        base=WRONG_SOFTMAX.apply(softmax_source()))])),
+        "at least", r"^review: introspection of the grader", frozenset(WRONG_SOFTMAX.loses)),
+    BadCase("calls-the-reference-obfuscated", notebook_file(solved(FIRST, [Variant("obfuscated", "softmax", source=(
+        "import importlib\nsoftmax = getattr(importlib.import_module('course_utils.' + 'refer' + 'ence'), 'load_' + 'solution')"
+        f"({FIRST!r}).softmax"))])),
+        "lost", r"^review: introspection of the grader", SOFTMAX_TESTS),
+    BadCase("prints-hidden-tests", notebook_file(solved(FIRST, [softmax_cell(LEAK_STASH),
+        Variant("print the stash", "attention_entropy", source=next(c.source for c in solved(FIRST).cells if c.metadata.get("nbgrader", {}).get("grade_id") == "attention_entropy") + "\nprint('\\n'.join(_stash))")])),
+        "full", r"^review: introspection of the grader"),
+    BadCase("patches-showtraceback", notebook_file(solved(FIRST, [softmax_cell(
+        "get_ipython().showtraceback = lambda *a, **k: None", base=WRONG_SOFTMAX.apply(softmax_source()))])),
+        "at least", r"^review: introspection of the grader", frozenset(WRONG_SOFTMAX.loses)),
+    BadCase("fills-the-disk", notebook_file(solved(FIRST, [softmax_cell(
+        "with open('/tmp/fill', 'wb') as f:\n    for _ in range(2048):\n        f.write(b'0' * 2**20)")])),
+        "full", r"^sandbox violation: tried to fill the disk; graded"),
+]
+BAD_CASES += HOSTILE_CASES
+
 # Folder names that are not valid student ids get their row too.
 ODD_NAMES = {"star*": (notebook_file(solved(FIRST)), r"^invalid student name 'star\*'")}
 

@@ -27,6 +27,8 @@ def test_ci_runs_the_readme_setup_and_test_commands(repo_root) -> None:
     assert readme_command(repo_root, "setup-command") in ci
     assert readme_command(repo_root, "test-command") in ci
     assert readme_command(repo_root, "browser-command") in ci
+    assert readme_command(repo_root, "sandbox-command") in ci
+    assert ci.index(readme_command(repo_root, "sandbox-command")) < ci.index(readme_command(repo_root, "test-command"))
     assert ci.index(readme_command(repo_root, "setup-command")) < ci.index(readme_command(repo_root, "test-command"))
     assert ci.index(readme_command(repo_root, "browser-command")) < ci.index(readme_command(repo_root, "test-command"))
 

@@ -40,7 +40,7 @@ SAFE_STUDENT_ID = re.compile(r"^[A-Za-z0-9@._-]+( [A-Za-z0-9@._-]+)*$")
 INTROSPECTION = re.compile(
     r"load_solution|COURSE_SOLUTIONS_DIR|course_utils\.(?:reference|recording|checks)\b|course_utils import .*\b(?:reference|recording|checks)\b"
     r"|\bimportlib\b|__import__|\binspect\b|sys\._getframe|\bf_back\b|\bf_globals\b|\bf_locals\b|gc\.get_objects|globals\(\)\s*\["
-    r"|\bsetattr\s*\(|showtraceback|__globals__|__code__|\bbuiltins\b"
+    r"|\bsetattr\s*\(|showtraceback|\blinecache\b|__globals__|__code__|\bbuiltins\b"
     r"|\b(?:torch|np|numpy|checks|course_utils)(?:\.\w+)*\.(?:allclose|isclose|equal|assert_close|testing|check_\w+|call)\s*=(?!=)"
     r"|^\s*(?:def|class)\s+(?:check_\w+|assert_close|call)\s*[(:]|^\s*(?:check_\w+|assert_close)\s*=(?!=)",
     re.MULTILINE,
