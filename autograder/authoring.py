@@ -86,7 +86,12 @@ def stamp_course_cells(nb: NotebookNode, path: str, *, student: bool) -> bool:
     repository address lives there alone). Last: the self-check (``course_utils.selfcheck``).
     Returns whether anything changed; stamping twice changes nothing.
     """
-    from course_utils.colab import BADGE_CELL_ID, SETUP_CELL_ID, badge_markdown, setup_source
+    from course_utils.colab import (
+        BADGE_CELL_ID,
+        SETUP_CELL_ID,
+        badge_markdown,
+        setup_source,
+    )
 
     name = path.rsplit("/", 1)[-1].removesuffix(".ipynb")
     needs_triton = any(c.cell_type == "code" and "import triton" in c.source for c in nb.cells)

@@ -13,7 +13,14 @@ import re
 from pathlib import Path
 from typing import Any
 
-from course_utils.reference import cell_source, hidden_part, is_solution_cell, is_test_cell, nbgrader_meta, visible_part
+from course_utils.reference import (
+    cell_source,
+    hidden_part,
+    is_solution_cell,
+    is_test_cell,
+    nbgrader_meta,
+    visible_part,
+)
 
 from .course import ASSIGNMENT_NAME
 

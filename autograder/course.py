@@ -20,7 +20,12 @@ from typing import Any, Iterator
 
 from course_utils.reference import assignment_notebook
 
-from .settings import CELL_TIMEOUT_S, SOLUTIONS_DIR, course_config, put_environment_on_path
+from .settings import (
+    CELL_TIMEOUT_S,
+    SOLUTIONS_DIR,
+    course_config,
+    put_environment_on_path,
+)
 
 ASSIGNMENT_NAME = re.compile(r"^\d{2}_[a-z0-9_]+$")
 

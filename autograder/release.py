@@ -9,7 +9,6 @@ no byte, and ``--check`` compares a fresh generation with what is committed.
 """
 
 from __future__ import annotations
-from course_utils.reference import assignment_notebook
 
 import filecmp
 import shutil
@@ -17,6 +16,8 @@ import tempfile
 from pathlib import Path
 
 import nbformat
+
+from course_utils.reference import assignment_notebook
 
 from .authoring import stamp_course_cells
 from .course import list_assignments, scratch_course

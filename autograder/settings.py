@@ -52,7 +52,9 @@ def course_config(
     ``source_dir`` and ``release_dir`` are relative to the root or absolute. ``cell_timeout``
     (seconds) and ``memory_limit`` (bytes, or None) bound what one notebook may take.
     """
-    from traitlets.config import Config  # an instructor tool: course_utils users lack it
+    from traitlets.config import (
+        Config,  # an instructor tool: course_utils users lack it
+    )
 
     c = Config()
     c.CourseDirectory.root = str(course_root)

@@ -14,7 +14,12 @@ from typing import Iterable
 import nbformat
 from nbformat.notebooknode import NotebookNode
 
-from course_utils.reference import assignment_notebook, is_solution_cell, nbgrader_meta, solution_cells
+from course_utils.reference import (
+    assignment_notebook,
+    is_solution_cell,
+    nbgrader_meta,
+    solution_cells,
+)
 
 from .mistakes import Variant
 from .settings import NOTEBOOKS_DIR, SOLUTIONS_DIR

@@ -35,11 +35,12 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO_ROOT))  # run from a checkout without installing
 os.environ.setdefault("COURSE_SOLUTIONS_DIR", str(REPO_ROOT / "solutions"))  # from any working directory
 
+from baselines import naive_attention  # noqa: E402
+from baselines import sdpa_flash as builtin_attention
+
 from course_utils.memory import peak_tensor_bytes  # noqa: E402
 from course_utils.reference import load_solution  # noqa: E402
 from course_utils.timing import median_seconds  # noqa: E402
-
-from baselines import naive_attention, sdpa_flash as builtin_attention  # noqa: E402
 
 MEMORY_TARGET = 8.0  # chunked peak at least 8x below naive at the largest T
 TIME_TARGET = 1.5  # chunked no slower than 1.5x naive

@@ -34,11 +34,11 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO_ROOT))  # run from a checkout without installing
 os.environ.setdefault("COURSE_SOLUTIONS_DIR", str(REPO_ROOT / "solutions"))
 
+from baselines import naive_attention, sdpa_flash  # noqa: E402
+
 from course_utils.memory import peak_tensor_bytes  # noqa: E402
 from course_utils.reference import load_solution  # noqa: E402
 from course_utils.timing import median_seconds  # noqa: E402
-
-from baselines import naive_attention, sdpa_flash  # noqa: E402
 
 Attention = Callable[[torch.Tensor, torch.Tensor, torch.Tensor, bool], torch.Tensor]
 

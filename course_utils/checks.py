@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import contextlib
 import importlib
-import warnings
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Sequence
 

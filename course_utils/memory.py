@@ -22,10 +22,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import torch
-
-from .recording import measured
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_leaves
+
+from .recording import measured
 
 
 @dataclass

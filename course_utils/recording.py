@@ -422,7 +422,10 @@ def _run(
     wrap_objects: bool,
 ) -> Outcome:
     """Run student code with warnings silenced and the test's random numbers left untouched."""
-    from .checks import ForbiddenCallError, forbidden  # the tripwires live with the checks
+    from .checks import (  # the tripwires live with the checks
+        ForbiddenCallError,
+        forbidden,
+    )
 
     _state.depth += 1
     calls: list[str] = []

@@ -10,13 +10,12 @@ from pathlib import Path
 from typing import Callable
 
 import nbformat
+from conftest import ASSIGNMENTS
 
+from autograder.grading.models import AssignmentSpec
 from autograder.mistakes import MISTAKES, Variant
 from autograder.settings import SOLUTIONS_DIR
 from autograder.submissions import solved
-from autograder.grading.models import AssignmentSpec
-
-from conftest import ASSIGNMENTS
 
 FIRST = ASSIGNMENTS[0]
 BAD_CELL_TIMEOUT_S = 10
@@ -205,11 +204,11 @@ HOSTILE_CASES = [
     BadCase("deletes-grader-state", notebook_file(solved(FIRST, [softmax_cell(
         "import glob, os, shutil\nfor path in glob.glob('/tmp/attention-*') + [os.environ.get('COURSE_SOLUTIONS_DIR', '/nonexistent')]:\n"
         "    shutil.rmtree(path, ignore_errors=True)\nfor db in glob.glob('/tmp/**/gradebook.db', recursive=True):\n    open(db, 'w').write('broken')")])),
-        "full", r"^graded$"),
+        "full", r"^review: introspection of the grader \(softmax: .*COURSE_SOLUTIONS_DIR.*; graded$"),
     BadCase("writes-outside", notebook_file(solved(FIRST, [softmax_cell("open('/usr/attention-course-pwned', 'w').write('x')")])),
             "full", r"^sandbox violation: tried to write outside its scratch; graded"),
     BadCase("reads-other-submissions", notebook_file(solved(FIRST, [softmax_cell(
-        "import os\nassert not os.path.exists('/work') and not os.path.exists(os.path.expanduser('~/.ssh')), 'can see the host'")])),
+        f"import os\nassert not os.path.exists({str(SOLUTIONS_DIR)!r}) and not os.path.exists({str(SOLUTIONS_DIR.parent / 'README.md')!r}), 'can see the host'")])),
         "full", r"^graded$"),
     BadCase("opens-a-socket", notebook_file(solved(FIRST, [softmax_cell("import socket\nsocket.create_connection(('1.1.1.1', 80), timeout=3)")])),
             "full", r"^sandbox violation: tried to network; graded"),
@@ -240,7 +239,7 @@ HOSTILE_CASES = [
 BAD_CASES += HOSTILE_CASES
 
 # Folder names that are not valid student ids get their row too.
-ODD_NAMES = {"star*": (notebook_file(solved(FIRST)), r"^invalid student name 'star\*'")}
+ODD_NAMES = {"star*": (notebook_file(solved(FIRST)), r"^invalid student name: 'star\*'")}
 
 
 def build_bad_class(folder: Path) -> None:

@@ -19,12 +19,11 @@ from typing import Iterator
 
 import nbformat
 import pytest
+from conftest import ASSIGNMENTS, ColabRuns
 
 from autograder.site import build_site
 from autograder.submissions import released, solved
 from course_utils.colab import BADGE_IMAGE
-
-from conftest import ASSIGNMENTS, ColabRuns
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 if CHROMIUM is None and os.environ.get("CI"):

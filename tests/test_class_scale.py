@@ -8,13 +8,12 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-
-from autograder.grading.pipeline import GRADES_CSV, TESTS_CSV, fingerprint, grade
-from autograder.settings import SOLUTIONS_DIR
-from autograder.grading.models import GradingOptions
-
 from bad_submissions import BAD_CELL_TIMEOUT_S, BAD_MEMORY_LIMIT, FIRST
 from conftest import GradedClass
+
+from autograder.grading.models import GradingOptions
+from autograder.grading.pipeline import GRADES_CSV, TESTS_CSV, fingerprint, grade
+from autograder.settings import SOLUTIONS_DIR
 
 pytestmark = pytest.mark.slow
 

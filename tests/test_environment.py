@@ -5,8 +5,8 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
-import tomllib
 
+import tomllib
 import yaml
 from packaging.requirements import Requirement
 

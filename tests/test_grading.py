@@ -8,14 +8,13 @@ import subprocess
 import sys
 
 import pytest
+from conftest import ASSIGNMENTS, GradedClass, tree_digest, variant_rounds
 
 from autograder.demo import DEMO_ASSIGNMENT, DEMO_MISTAKES
 from autograder.grading.pipeline import GRADES_CSV, TESTS_CSV, AssignmentSpec
+from autograder.grading.reports import GRADEBOOK_CSV, SUMMARY_MD, SUMMARY_PNG
 from autograder.mistakes import CORRECT_VARIANTS, MISTAKES
 from autograder.settings import REPO_ROOT, SOLUTIONS_DIR
-from autograder.grading.reports import GRADEBOOK_CSV, SUMMARY_MD, SUMMARY_PNG
-
-from conftest import ASSIGNMENTS, GradedClass, tree_digest, variant_rounds
 
 pytestmark = pytest.mark.slow
 

@@ -9,13 +9,18 @@ from pathlib import Path
 
 import nbformat
 import pytest
-
-from autograder.grading.intake import DEFAULT_STUDENT_PATTERN, clean_stem, opened, split_student, take_in
-from autograder.grading.admission import repair
-from autograder.submissions import released, solved
-from autograder.grading.models import AssignmentSpec
-
 from conftest import ASSIGNMENTS, SOLUTIONS_DIR
+
+from autograder.grading.admission import repair
+from autograder.grading.intake import (
+    DEFAULT_STUDENT_PATTERN,
+    clean_stem,
+    opened,
+    split_student,
+    take_in,
+)
+from autograder.grading.models import AssignmentSpec
+from autograder.submissions import released, solved
 
 FIRST, THIRD = ASSIGNMENTS[0], ASSIGNMENTS[2]
 FUNCTIONS = {a: set(AssignmentSpec.load(SOLUTIONS_DIR, a).functions) for a in ASSIGNMENTS}

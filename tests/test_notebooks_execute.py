@@ -8,10 +8,9 @@ versions must run to the end, failing only where a function is still a stub.
 from __future__ import annotations
 
 import pytest
+from conftest import ASSIGNMENTS, ColabRuns
 
 from course_utils.colab import SETUP_CELL_ID
-
-from conftest import ASSIGNMENTS, ColabRuns
 
 pytestmark = pytest.mark.slow
 

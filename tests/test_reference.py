@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import math
-
 import inspect
+import math
 
 import pytest
 import torch

@@ -5,8 +5,14 @@ from __future__ import annotations
 import csv
 from pathlib import Path
 
-from autograder.grading.reports import GRADEBOOK_CSV, SUMMARY_MD, SUMMARY_PNG, summarize, write_summary
 from autograder.grading.models import AssignmentSpec, GradeRow, Kind, Outcome, TestRow
+from autograder.grading.reports import (
+    GRADEBOOK_CSV,
+    SUMMARY_MD,
+    SUMMARY_PNG,
+    summarize,
+    write_summary,
+)
 
 A = AssignmentSpec("01_a", {"test_x": 2.0, "test_y": 2.0})
 B = AssignmentSpec("02_b", {"test_z": 5.0})

@@ -11,7 +11,12 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from course_utils.reference import assignment_notebook, is_solution_cell, is_test_cell, nbgrader_meta
+from course_utils.reference import (
+    assignment_notebook,
+    is_solution_cell,
+    is_test_cell,
+    nbgrader_meta,
+)
 
 from ..settings import CELL_TIMEOUT_S, MEMORY_LIMIT_BYTES
 from .intake import defined_names

@@ -23,11 +23,20 @@ from pathlib import Path
 from typing import Iterator
 
 from ..course import list_assignments
+from ..settings import CELL_TIMEOUT_S, MEMORY_LIMIT_BYTES, REPO_ROOT, SOLUTIONS_DIR
 from .executors import grading_executor
 from .intake import DEFAULT_STUDENT_PATTERN, Handin, Intake, opened, take_in
-from ..settings import CELL_TIMEOUT_S, MEMORY_LIMIT_BYTES, REPO_ROOT, SOLUTIONS_DIR
+from .models import (
+    AssignmentSpec,
+    GradeRow,
+    GradingOptions,
+    HealthCheckFailed,
+    Kind,
+    Outcome,
+    Submission,
+    TestRow,
+)
 from .reports import write_summary
-from .models import AssignmentSpec, GradeRow, GradingOptions, HealthCheckFailed, Kind, Outcome, Submission, TestRow
 from .sandbox import sandbox_problem
 from .worker import GradingBatch, snapshot
 

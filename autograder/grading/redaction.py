@@ -15,7 +15,12 @@ from typing import Any
 
 from nbformat.notebooknode import NotebookNode
 
-from course_utils.reference import cell_source, hidden_part, is_solution_cell, is_test_cell
+from course_utils.reference import (
+    cell_source,
+    hidden_part,
+    is_solution_cell,
+    is_test_cell,
+)
 
 REDACTED = "[a line that reproduces a hidden test or the solution was removed]"
 MIN_SECRET_CHARS = 16  # shorter lines ("return out", "### END") are too common to be secrets

@@ -113,7 +113,9 @@ def format_summary(summaries: list[AssignmentSummary], unplaced: int = 0) -> str
 
 def plot_summary(summaries: list[AssignmentSummary], path: Path) -> Path:
     """Histograms of score percentages, one panel per assignment, drawn off-screen."""
-    from matplotlib.figure import Figure  # a bare Figure: no pyplot state, no display, no backend switch
+    from matplotlib.figure import (
+        Figure,  # a bare Figure: no pyplot state, no display, no backend switch
+    )
 
     figure = Figure(figsize=(3.2 * max(len(summaries), 1), 2.8), layout="constrained")
     axes = figure.subplots(1, max(len(summaries), 1), squeeze=False)[0]

@@ -16,7 +16,13 @@ import torch
 from nbformat.notebooknode import NotebookNode
 
 from course_utils import recording
-from course_utils.reference import cell_source, is_test_cell, nbgrader_meta, solution_cells, top_level_imports
+from course_utils.reference import (
+    cell_source,
+    is_test_cell,
+    nbgrader_meta,
+    solution_cells,
+    top_level_imports,
+)
 
 from .intake import defined_names
 

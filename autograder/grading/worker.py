@@ -20,11 +20,15 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 import nbformat
-from nbformat.notebooknode import NotebookNode
 
-from course_utils.reference import assignment_notebook, is_solution_cell, is_test_cell, nbgrader_meta
+from course_utils.reference import (
+    assignment_notebook,
+    is_test_cell,
+    nbgrader_meta,
+)
 
 from ..course import NbgraderError, ScratchCourse, failure_reason, scratch_course
+from ..settings import MAX_OUTPUT_CHARS
 from .admission import read_submission, repair, review_flags, sandbox_violations
 from .models import (
     AssignmentSpec,
@@ -38,7 +42,6 @@ from .models import (
     SubmissionProblem,
     TestRow,
 )
-from ..settings import CELL_TIMEOUT_S, MAX_OUTPUT_CHARS, MEMORY_LIMIT_BYTES
 
 
 def snapshot(solutions_dir: Path, names: list[str]) -> dict[str, bytes]:

@@ -10,7 +10,15 @@ correct variant gets full marks.
 
 from __future__ import annotations
 
-from . import complexity, dot_product_attention, fused_attention, masking, multi_head_attention, scaled_dot_product_attention, soft_dictionary_lookup
+from . import (
+    complexity,
+    dot_product_attention,
+    fused_attention,
+    masking,
+    multi_head_attention,
+    scaled_dot_product_attention,
+    soft_dictionary_lookup,
+)
 from .variant import Variant
 
 __all__ = ["Variant", "MISTAKES", "CORRECT_VARIANTS"]
