@@ -22,7 +22,6 @@ NOTEBOOKS_DIR = REPO_ROOT / "notebooks"
 # A cell may run this long before nbgrader interrupts it; heavy cells shrink under
 # NBGRADER_EXECUTION so that whole notebooks finish in well under a minute.
 CELL_TIMEOUT_S = 60
-KERNEL_STARTUP_TIMEOUT_S = 60
 
 # Data a grading kernel may allocate (torch and the notebooks need well under 1 GiB); past
 # it, the student's cell gets a MemoryError and grading goes on.
@@ -65,22 +64,6 @@ def course_config(
 
     c.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE\nraise NotImplementedError()"}
 
-    c.Execute.timeout = cell_timeout
-    c.Execute.startup_timeout = KERNEL_STARTUP_TIMEOUT_S
-    # Stop a finished kernel at once: a graceful shutdown costs about 2 s per submission.
-    c.Execute.shutdown_kernel = "immediate"
-    # A cell past the limit is interrupted and marked with an error; the next cells still run,
-    # so an infinite loop costs the tests that need that cell, not the whole notebook.
-    c.Execute.interrupt_on_timeout = True
-    c.Execute.error_on_timeout = {
-        "ename": "CellTimeoutError",
-        "evalue": f"the cell ran past the {cell_timeout} s limit and was stopped",
-        "traceback": [f"CellTimeoutError: the cell ran past the {cell_timeout} s limit and was stopped"],
-    }
-    # nbgrader's own default (no history file) plus a quiet kernel log: ipykernel's
-    # start-up notices go to the terminal, not to cells, but drown the progress bar.
-    arguments = ["--HistoryManager.hist_file=:memory:", "--IPKernelApp.log_level=ERROR"]
-    c.Execute.extra_arguments = arguments
     # Grading runs the notebook sealed and decides verdicts in a trusted replay (CONTRACT.md).
     c.SealedExecute.solutions_dir = str(Path(course_root) / source_dir)
     c.SealedExecute.report_dir = str(report_dir or Path(course_root) / "sealed-reports")

@@ -74,7 +74,7 @@ def test_a_flat_lms_download_is_placed_file_by_file(tmp_path: Path) -> None:
     assert intake.chosen[("smith", FIRST)].notes == ()  # an LMS prefix alone is not worth a note
     assert any("by the functions it defines" in n for n in intake.chosen[("kim", THIRD)].notes)
     assert [why for _, why in intake.unplaced] == [
-        f"unidentified: cannot tell whose file 'homework.ipynb' is (its name does not match the student pattern {DEFAULT_STUDENT_PATTERN!r})"
+        f"cannot tell whose file 'homework.ipynb' is (its name does not match the student pattern {DEFAULT_STUDENT_PATTERN!r})"
     ]
 
 

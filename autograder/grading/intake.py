@@ -57,7 +57,7 @@ class Intake:
     """What SUBMISSIONS holds: one chosen hand-in per (student, assignment), and the rest with a reason."""
 
     chosen: dict[tuple[str, str], Handin] = field(default_factory=dict)
-    unplaced: list[tuple[Handin, str]] = field(default_factory=list)  # (hand-in, why it cannot be graded)
+    unplaced: list[tuple[Handin, str]] = field(default_factory=list)  # (hand-in, why no student or assignment could be read off it)
     folders: set[str] = field(default_factory=set)  # students with a folder, notebooks in it or not
 
     @property
@@ -223,9 +223,9 @@ def take_in(root: Path, known: list[str], graded_functions: dict[str, set[str]],
     for path in notebook_files(root):
         handin = place(path, root, known, pattern, graded_functions)
         if handin.student is None:
-            intake.unplaced.append((handin, f"unidentified: cannot tell whose file {handin.received_as!r} is (its name does not match the student pattern {student_pattern!r})"))
+            intake.unplaced.append((handin, f"cannot tell whose file {handin.received_as!r} is (its name does not match the student pattern {student_pattern!r})"))
         elif handin.assignment is None:
-            intake.unplaced.append((handin, f"unidentified: {handin.received_as!r} matches no assignment of the course ({', '.join(known)})"))
+            intake.unplaced.append((handin, f"{handin.received_as!r} matches no assignment of the course ({', '.join(known)})"))
         else:
             by_pair.setdefault((handin.student, handin.assignment), []).append(handin)
     for pair, handins in by_pair.items():

@@ -28,6 +28,7 @@ from .executors import grading_executor
 from .intake import DEFAULT_STUDENT_PATTERN, Handin, Intake, opened, take_in
 from .models import (
     AssignmentSpec,
+    Graded,
     GradeRow,
     GradingOptions,
     HealthCheckFailed,
@@ -126,7 +127,7 @@ def grade(
     _clear_stale_feedback(out / FEEDBACK_DIR, keep={(g.student_id, g.assignment) for g in report.grades})
 
     batch = GradingBatch(snapshot(solutions_dir, names), options)
-    finished: list = []
+    finished: list[Graded] = []
     failure: HealthCheckFailed | None = None
     try:
         for graded in _run(batch, fresh, jobs=jobs, scheduler=scheduler, progress=progress, done=report.reused):
@@ -172,10 +173,8 @@ def _broken_workers(failure: HealthCheckFailed | None) -> set[str]:
     return {worker} if worker else {"*"}
 
 
-def _unverified(submission: Submission, spec: AssignmentSpec, why: str):
+def _unverified(submission: Submission, spec: AssignmentSpec, why: str) -> Graded:
     """The row of a pair that a broken grader did not, or must not, grade: zero, and why."""
-    from .models import Graded
-
     outcome = Outcome(Kind.HEALTH_CHECK_FAILED, why.removeprefix(f"{Kind.HEALTH_CHECK_FAILED.value} ")[:300] or "the run stopped")
     rows = [TestRow(submission.student, spec.name, test, 0.0, points) for test, points in spec.tests.items()]
     return Graded(submission, GradeRow(submission.student, spec.name, 0.0, spec.max_score, outcome), rows)
@@ -203,8 +202,7 @@ def _submission(intake: Intake, student: str, name: str) -> Submission:
 
 def _unplaced_row(handin: Handin, why: str, specs: dict[str, AssignmentSpec]) -> GradeRow:
     spec = specs.get(handin.assignment or "")
-    kind, _, reason = why.partition(": ")
-    outcome = Outcome(Kind(kind), reason) if kind in {k.value for k in Kind} else Outcome(Kind.UNIDENTIFIED, why)
+    outcome = Outcome(Kind.UNIDENTIFIED, why)
     return GradeRow(handin.student or handin.received_as, handin.assignment or "?", 0.0, spec.max_score if spec else 0.0, outcome)
 
 
