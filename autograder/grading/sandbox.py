@@ -1,10 +1,14 @@
 """Sealing: run one submission's notebook in a bubblewrap sandbox and read back what it left.
 
 The sandbox sees a read-only view of the system (``/usr``, ``/etc``, the Python installation
-and the course helpers), a private ``/tmp`` of limited size that disappears with it, no
-network, and nothing of the instructor's repository, the solutions, OUT, the home folder or
-any other submission. It runs in its own process namespace, so every process it started
-dies with it, and under limits on memory, processes, file size and wall time.
+and the course helpers), a private ``/tmp`` of limited size, no network, and nothing of the
+instructor's repository, the solutions, OUT, the home folder or any other submission. It
+runs under limits on memory, processes, file size and wall time.
+
+Each grading worker keeps one sandbox with a warm runner in it (``sealed_run.py serve``),
+which has imported torch once. Every submission runs in a fresh fork of it that enters its
+own user, mount, PID and IPC namespaces and gets its own empty ``/tmp``: nothing it leaves,
+no process it starts, and no memory it touches outlives it or reaches the next submission.
 
 Everything it sends back is treated as the submission's own words: size-capped, parsed as
 data, never executed.
@@ -12,27 +16,34 @@ data, never executed.
 
 from __future__ import annotations
 
+import atexit
 import functools
 import json
+import multiprocessing.util
 import os
 import resource
+import selectors
 import shutil
 import signal
+import struct
+import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import nbformat
 from nbformat.notebooknode import NotebookNode
 
 import course_utils
+from course_utils.reference import is_test_cell, nbgrader_meta
 
 RUNNER = Path(__file__).with_name("sealed_run.py")
 HEADER_SIZE = 9  # sealed_run.HEADER: one byte of kind, eight of length
+CONTROL_HEADER = struct.Struct("<Q")  # sealed_run.CONTROL_HEADER: the length of a request
 
 SCRATCH_BYTES = 512 * 2**20  # the private /tmp
 MAX_FILE_BYTES = 256 * 2**20
@@ -59,8 +70,9 @@ class SealedRun:
     outputs: dict[int, list[dict[str, Any]]] = field(default_factory=dict)  # cell index -> outputs
     finished: set[int] = field(default_factory=set)  # cells that ran to their end
     record: bytes = b""
-    ended: str = "the run ended without a word"  # "completed", or why not
+    ended: str = "the kernel died (a cell crashed Python or exited it)"  # "completed", or why not
     leftover_processes: int = 0
+    said_end: bool = False  # the runner sent its end frame: nothing more is read
     sealed: bool = True
     seconds: float = 0.0
 
@@ -82,7 +94,7 @@ def _system_binds() -> list[str]:
     return args
 
 
-def bwrap_command(notebook: Path, mpl_cache: Path | None, argv: list[str]) -> list[str]:
+def bwrap_command(mpl_cache: Path | None, argv: list[str]) -> list[str]:
     bwrap = shutil.which("bwrap")
     if bwrap is None:
         raise SandboxUnavailable("bubblewrap (bwrap) is not installed")
@@ -98,14 +110,14 @@ def bwrap_command(notebook: Path, mpl_cache: Path | None, argv: list[str]) -> li
     ]  # fmt: skip
     for path in _python_paths():
         args += ["--ro-bind", str(path), str(path)]
-    args += ["--ro-bind", str(RUNNER), "/grader/sealed_run.py", "--ro-bind", str(notebook), "/grader/submission.ipynb"]
+    args += ["--ro-bind", str(RUNNER), "/grader/sealed_run.py"]
     if mpl_cache is not None:
         args += ["--ro-bind", str(mpl_cache), "/grader/matplotlib"]
     args += ["--chdir", "/tmp/work", "--"]
     return args + argv
 
 
-def _environment(record_file: str, home: str, mpl_dir: str, sealed: bool) -> dict[str, str]:
+def _environment(home: str, mpl_dir: str, sealed: bool) -> dict[str, str]:
     """A clean environment: nothing of the instructor's is passed on."""
     return {
         "PATH": f"{Path(sys.executable).parent}:/usr/local/bin:/usr/bin:/bin",
@@ -120,15 +132,14 @@ def _environment(record_file: str, home: str, mpl_dir: str, sealed: bool) -> dic
         "TRITON_CACHE_DIR": f"{home}/.triton",
         "CUDA_VISIBLE_DEVICES": "",
         "PYTHONDONTWRITEBYTECODE": "1",
-        "COURSE_RECORD_FILE": record_file,
         "COURSE_SEALED": "1" if sealed else "0",
     }
 
 
-def _limit(limits: SandboxLimits) -> None:
+def _limit(memory_bytes: int | None) -> None:
     """Runs in the child before bwrap: every process of the sandbox inherits these."""
-    if limits.memory_bytes:
-        resource.setrlimit(resource.RLIMIT_DATA, (limits.memory_bytes, limits.memory_bytes))
+    if memory_bytes:
+        resource.setrlimit(resource.RLIMIT_DATA, (memory_bytes, memory_bytes))
     resource.setrlimit(resource.RLIMIT_FSIZE, (MAX_FILE_BYTES, MAX_FILE_BYTES))
     resource.setrlimit(resource.RLIMIT_NPROC, (MAX_PROCESSES, MAX_PROCESSES))
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
@@ -136,8 +147,9 @@ def _limit(limits: SandboxLimits) -> None:
 
 @functools.lru_cache(maxsize=1)
 def _matplotlib_cache() -> Path | None:
-    """matplotlib's font list, built once per worker so that each sealed run need not rebuild it."""
+    """matplotlib's font list, built once per worker so that no sealed runner need rebuild it."""
     folder = Path(tempfile.mkdtemp(prefix="attention-mplcache-"))
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)
     probe = "import matplotlib; matplotlib.use('Agg'); import matplotlib.font_manager"
     result = subprocess.run([sys.executable, "-c", probe], env={**os.environ, "MPLCONFIGDIR": str(folder)}, capture_output=True, timeout=120)
     return folder if result.returncode == 0 else None
@@ -145,63 +157,149 @@ def _matplotlib_cache() -> Path | None:
 
 @functools.lru_cache(maxsize=1)
 def sandbox_problem() -> str | None:
-    """Why the sandbox cannot start here, or None when it can."""
+    """Why the sandbox cannot start here, or None when it can (bubblewrap, then a nested fork)."""
     try:
-        with tempfile.NamedTemporaryFile(suffix=".ipynb") as placeholder:
-            command = bwrap_command(Path(placeholder.name), None, [sys.executable, "-c", "import torch"])
-            result = subprocess.run(command, capture_output=True, timeout=120)
+        command = bwrap_command(None, [sys.executable, "/grader/sealed_run.py", "probe"])
+        result = subprocess.run(command, capture_output=True, timeout=120, env=_environment("/tmp/home", "/tmp/matplotlib", sealed=True))
     except SandboxUnavailable as missing:
         return str(missing)
     except (OSError, subprocess.TimeoutExpired) as error:
         return f"bwrap could not start: {error}"
     if result.returncode != 0:
         return f"bwrap could not start a sandbox: {result.stderr.decode(errors='replace').strip()[:300]}"
-    return None
+    said = result.stdout.decode(errors="replace").strip()
+    return None if said == "ok" else f"the sandbox cannot isolate a submission: {said[:300]}"
 
 
-def run_sealed(notebook: NotebookNode, graded: list[str], limits: SandboxLimits) -> SealedRun:
-    """Execute ``notebook`` sealed (or, with ``limits.sealed`` False, only in its own process group)."""
-    started = time.monotonic()
-    with tempfile.TemporaryDirectory(prefix="attention-sealed-") as folder:
-        submission = Path(folder) / "submission.ipynb"
-        nbformat.write(notebook, submission)
-        read_end, write_end = os.pipe()
+class RunnerBroken(RuntimeError):
+    """The warm runner did not start or stopped answering; a fresh one is started."""
+
+
+class WarmRunner:
+    """One ``sealed_run.py serve`` process: torch imported once, a fresh fork per submission."""
+
+    START_TIMEOUT_S = 180
+    REPLY_TIMEOUT_S = 30
+
+    def __init__(self, sealed: bool, memory_bytes: int | None) -> None:
+        self.sealed = sealed
+        self._scratch = tempfile.TemporaryDirectory(prefix="attention-runner-")
+        ours, theirs = socket.socketpair()
         mpl_cache = _matplotlib_cache()
-        if limits.sealed:
-            env = _environment("/tmp/.course-record", "/tmp/home", "/tmp/matplotlib", sealed=True)
-            argv = [sys.executable, "/grader/sealed_run.py", "/grader/submission.ipynb", str(write_end), str(limits.cell_timeout), ",".join(graded)]
-            command = bwrap_command(submission, mpl_cache, argv)
-            # The runner starts by copying the prepared font list into its private /tmp.
+        if sealed:
+            env = _environment("/tmp/home", "/tmp/matplotlib", sealed=True)
             env["COURSE_MPL_SOURCE"] = "/grader/matplotlib" if mpl_cache else ""
+            command = bwrap_command(mpl_cache, [sys.executable, "/grader/sealed_run.py", "serve", str(theirs.fileno())])
             cwd = None
         else:
-            scratch = Path(folder) / "scratch"
-            (scratch / "home").mkdir(parents=True)
-            env = _environment(str(scratch / ".course-record"), str(scratch / "home"), str(scratch / "matplotlib"), sealed=False)
+            root = Path(self._scratch.name)
+            (root / "home").mkdir()
+            env = _environment(str(root / "home"), str(root / "matplotlib"), sealed=False)
             env["COURSE_MPL_SOURCE"] = str(mpl_cache or "")
-            command = [sys.executable, str(RUNNER), str(submission), str(write_end), str(limits.cell_timeout), ",".join(graded)]
-            cwd = str(scratch)
-        process = subprocess.Popen(
+            command = [sys.executable, str(RUNNER), "serve", str(theirs.fileno())]
+            cwd = str(root)
+        self.process = subprocess.Popen(
             command,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
             env=env,
             cwd=cwd,
-            pass_fds=(write_end,),
+            pass_fds=(theirs.fileno(),),
             start_new_session=True,  # its own process group: all of it is killed at the end
-            preexec_fn=functools.partial(_limit, limits),
+            preexec_fn=functools.partial(_limit, memory_bytes),
         )
-        os.close(write_end)
-        run = _read_frames(read_end, process, limits.wall_seconds)
-        run.sealed = limits.sealed
-        run.seconds = time.monotonic() - started
+        theirs.close()
+        self.control = ours
+        self._replies = b""
+        if not self._reply(self.START_TIMEOUT_S).get("ready"):
+            self.close()
+            raise RunnerBroken("the sealed runner did not start")
+
+    def run(self, cells: list[dict[str, Any]], graded: list[str], cell_timeout: int, wall_seconds: int) -> SealedRun:
+        request = json.dumps({"cells": cells, "graded": ",".join(graded), "timeout": cell_timeout}).encode()
+        read_end, write_end = os.pipe()
+        try:
+            self.control.settimeout(self.REPLY_TIMEOUT_S)
+            socket.send_fds(self.control, [CONTROL_HEADER.pack(len(request))], [write_end])
+            self.control.sendall(request)
+        except OSError as error:
+            os.close(read_end)
+            raise RunnerBroken(f"the sealed runner is gone: {error}") from error
+        finally:
+            os.close(write_end)
+        run = _read_frames(read_end, wall_seconds)
+        try:
+            self.control.sendall(CONTROL_HEADER.pack(0))  # read: end the run
+            if not self._reply(self.REPLY_TIMEOUT_S).get("ended"):
+                raise RunnerBroken("the sealed runner did not end the run")
+        except OSError as error:
+            raise RunnerBroken(f"the sealed runner stopped answering: {error}") from error
+        run.sealed = self.sealed
+        return run
+
+    def _reply(self, timeout: float) -> dict[str, Any]:
+        """One JSON line from the runner (trusted code, but parsed as data all the same)."""
+        self.control.settimeout(timeout)
+        try:
+            while b"\n" not in self._replies:
+                chunk = self.control.recv(4096)
+                if not chunk:
+                    return {}
+                self._replies += chunk
+        except OSError:
+            return {}
+        line, self._replies = self._replies.split(b"\n", 1)
+        try:
+            message = json.loads(line)
+        except ValueError:
+            return {}
+        return message if isinstance(message, dict) else {}
+
+    def close(self) -> None:
+        self.control.close()
+        _kill_group(self.process)
+        self._scratch.cleanup()
+
+
+_runners: dict[tuple[int, bool, int | None], WarmRunner] = {}  # by thread: a Dask worker may run tasks in threads
+
+
+def close_runners() -> None:
+    while _runners:
+        _runners.popitem()[1].close()
+
+
+atexit.register(close_runners)
+multiprocessing.util.Finalize(None, close_runners, exitpriority=10)  # pool workers skip atexit
+
+
+def run_sealed(notebook: NotebookNode, graded: list[str], limits: SandboxLimits) -> SealedRun:
+    """Execute ``notebook``'s code cells sealed (or, with ``limits.sealed`` False, only in a fork)."""
+    started = time.monotonic()
+    cells = [
+        {"index": index, "source": cell.source, "test": nbgrader_meta(cell).get("grade_id", "") if is_test_cell(cell) else ""}
+        for index, cell in enumerate(notebook.cells)
+        if cell.cell_type == "code"
+    ]
+    key = (threading.get_ident(), limits.sealed, limits.memory_bytes)
+    for attempt in (1, 2):  # a runner that broke is replaced once; the submission is not blamed
+        try:
+            if key not in _runners:
+                _runners[key] = WarmRunner(limits.sealed, limits.memory_bytes)
+            run = _runners[key].run(cells, graded, limits.cell_timeout, limits.wall_seconds)
+            break
+        except RunnerBroken:
+            if key in _runners:
+                _runners.pop(key).close()
+            if attempt == 2:
+                raise
+    run.seconds = time.monotonic() - started
     return run
 
 
-def _read_frames(read_end: int, process: subprocess.Popen, wall_seconds: int) -> SealedRun:
-    import selectors
-
+def _read_frames(read_end: int, wall_seconds: int) -> SealedRun:
+    """Frames until the end frame, the end of the pipe (the run died), the wall limit or too much."""
     run = SealedRun()
     deadline = time.monotonic() + wall_seconds
     buffer = bytearray()
@@ -215,8 +313,6 @@ def _read_frames(read_end: int, process: subprocess.Popen, wall_seconds: int) ->
                 ended_by_us = f"the notebook ran past the {wall_seconds} s limit for a whole submission and was stopped"
                 break
             if not selector.select(timeout=min(left, 1.0)):
-                if process.poll() is not None and not selector.select(timeout=0):
-                    break
                 continue
             chunk = os.read(read_end, 1 << 20)
             if not chunk:
@@ -227,8 +323,9 @@ def _read_frames(read_end: int, process: subprocess.Popen, wall_seconds: int) ->
                 break
             buffer += chunk
             _parse(buffer, run)
+            if run.said_end:
+                break  # the kernel's shutdown is not waited for: the group is killed below
     os.close(read_end)
-    _kill_group(process)
     if ended_by_us:
         run.ended = ended_by_us
     return run
@@ -255,6 +352,7 @@ def _parse(buffer: bytearray, run: SealedRun) -> None:
                 message = json.loads(payload)
                 run.ended = str(message.get("ended", run.ended))[:300]
                 run.leftover_processes = int(message.get("leftover_processes", 0))
+                run.said_end = True
         except (ValueError, KeyError, TypeError):
             continue  # a malformed frame is the submission's loss, never the grader's
 

@@ -1,0 +1,87 @@
+"""The sealed runner: submissions that run one after another in the same warm runner share nothing."""
+
+from __future__ import annotations
+
+import json
+
+import nbformat
+import pytest
+
+from autograder.grading import sandbox
+from autograder.grading.sandbox import SandboxLimits, run_sealed, sandbox_problem
+
+pytestmark = pytest.mark.skipif(sandbox_problem() is not None, reason=f"no sandbox here: {sandbox_problem()}")
+LIMITS = SandboxLimits(cell_timeout=20, memory_bytes=None, wall_seconds=120)
+
+# Everything a first submission could leave for, or do to, whatever runs after it.
+ATTACK = """
+import os, signal, subprocess
+for path in ('/tmp/planted', '/tmp/home/planted', '/tmp/work/planted', '/dev/shm/planted'):
+    open(path, 'w').write('from the first submission')
+os.environ['PLANTED'] = '1'
+import torch
+torch.planted = True
+subprocess.Popen(['sleep', '1000'], start_new_session=True)
+def depth(pid):  # how many PID namespaces deep: ours and our children's are deeper than the runner's
+    return len(next(line for line in open(f'/proc/{pid}/status') if line.startswith('NSpid')).split()) - 1
+
+reached = []
+for entry in os.listdir('/proc'):  # the runner's /proc: it shows the runner, but lets nothing through
+    if entry.isdigit() and depth(entry) < depth('self'):
+        for what, attempt in (
+            ('memory', lambda: open(f'/proc/{entry}/mem', 'rb').read(1)),
+            ('descriptors', lambda: [os.open(f'/proc/{entry}/fd/{n}', os.O_RDONLY) for n in os.listdir(f'/proc/{entry}/fd')]),
+            ('environment', lambda: open(f'/proc/{entry}/environ').read()),
+            ('files', lambda: os.listdir(f'/proc/{entry}/root/tmp')),
+        ):
+            try:
+                attempt()
+                reached.append(f'{what} of {entry}')
+            except OSError:
+                pass
+for pid in range(2, 100):  # numbers name processes of its own namespace only
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except OSError:
+        pass
+print(json.dumps({'parent': os.getppid(), 'reached': reached, 'outside': sum(e.isdigit() and depth(e) < depth('self') for e in os.listdir('/proc'))}))
+"""
+
+LOOK = """
+import os, torch
+print(json.dumps({
+    'planted': [p for p in ('/tmp/planted', '/tmp/home/planted', '/tmp/work/planted', '/dev/shm/planted') if os.path.exists(p)],
+    'environment': 'PLANTED' in os.environ,
+    'torch patched': hasattr(torch, 'planted'),
+    'processes': [e for e in os.listdir('/proc') if e.isdigit() and open(f'/proc/{e}/cmdline', 'rb').read().startswith(b'sleep')],
+}))
+"""
+
+
+def printed(source: str) -> dict:
+    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("import json"), nbformat.v4.new_code_cell(source)])
+    run = run_sealed(notebook, [], LIMITS)
+    assert run.ended == "completed", run.ended
+    text = "".join(o.get("text", "") for o in run.outputs[1] if o.get("output_type") == "stream")
+    assert text, run.outputs
+    return json.loads(text.strip().splitlines()[-1])
+
+
+def test_a_submission_leaves_nothing_for_the_next_and_cannot_reach_the_runner() -> None:
+    attacked = printed(ATTACK)
+    runner = next(r for key, r in sandbox._runners.items() if key[1])
+    assert attacked["parent"] == 0, "the runner is visible as the parent of the student's process"
+    assert attacked["outside"] >= 2, "the attack saw no process outside its namespace to try"
+    assert attacked["reached"] == [], f"the student's process could open {attacked['reached']}"
+
+    seen = printed(LOOK)
+    assert seen == {"planted": [], "environment": False, "torch patched": False, "processes": []}, seen
+    assert next(r for key, r in sandbox._runners.items() if key[1]) is runner and runner.process.poll() is None, "the runner was replaced"
+
+
+def test_a_cell_that_kills_its_process_ends_the_run_and_the_runner_carries_on() -> None:
+    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("print('before')"), nbformat.v4.new_code_cell("import os\nos._exit(3)")])
+    run = run_sealed(notebook, [], LIMITS)
+    assert run.ended.startswith("the kernel died"), run.ended
+    assert 0 in run.finished and 1 not in run.finished
+    assert printed("print(json.dumps({'alive': True}))") == {"alive": True}
