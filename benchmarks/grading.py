@@ -59,7 +59,8 @@ def parallel(assignment: str, size: int, jobs: int) -> dict[str, object]:
         serial, serial_rows = timed_grade(submissions, Path(tmp) / "out-1", assignment, jobs=1)
         pooled, pooled_rows = timed_grade(submissions, Path(tmp) / f"out-{jobs}", assignment, jobs=jobs)
     if serial_rows != pooled_rows:
-        raise AssertionError("grading with more jobs changed the grade rows")
+        changed = [(a, b) for a, b in zip(serial_rows, pooled_rows) if a != b][:3]
+        raise AssertionError(f"grading with more jobs changed the grade rows, e.g. {changed}")
     return {
         "assignment": assignment,
         "submissions": size,

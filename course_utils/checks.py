@@ -37,6 +37,8 @@ __all__ = [
     "random_shape",
     "check_matches",
     "gradients",
+    "exp_rounding",
+    "attention_rounding",
 ]
 
 
@@ -83,6 +85,35 @@ def _refuse_tampering(label: str) -> None:
 def tolerance(dtype: torch.dtype) -> Tolerance:
     """The tolerance used to compare tensors of ``dtype`` (exact for other dtypes)."""
     return TOLERANCES.get(dtype, Tolerance(rtol=0.0, atol=0.0))
+
+
+def exp_rounding(logits: torch.Tensor, values: torch.Tensor | None = None) -> Tolerance:
+    """What a softmax of ``logits`` (or an average of ``values`` with those weights) may differ by
+    between two correct implementations, beyond the dtype's tolerance.
+
+    Rounding a logit s to its dtype moves it by up to eps * |s|, and softmax turns a shift of
+    every logit by at most delta into a relative change of each weight of at most 2 * delta: the
+    size of the logits is softmax's condition number. ``exp(s - max(s))`` and
+    ``exp(s - logsumexp(s))`` round in different places, so at logits near 1e4 in float32 they
+    differ by about 1e-4, far beyond 100 ulps. A weighted average of ``values`` moves by up to
+    that relative change times max |values|. The widening is twice these bounds, for the
+    arithmetic after; masked (infinite) logits carry no rounding.
+    """
+    logits = logits.detach()
+    finite = logits[torch.isfinite(logits)]
+    if not logits.is_floating_point() or finite.numel() == 0:
+        return Tolerance(rtol=0.0, atol=0.0)
+    rtol = 4 * torch.finfo(logits.dtype).eps * float(finite.abs().max())
+    spread = float(values.detach().abs().max()) if values is not None and values.numel() else 0.0
+    return Tolerance(rtol=rtol, atol=rtol * spread)
+
+
+def attention_rounding(Q: torch.Tensor, K: torch.Tensor, V: torch.Tensor | None = None, scale: float | None = None) -> Tolerance:
+    """``exp_rounding`` for scaled dot-product attention, whose logit q.k * scale can carry up to
+    eps * scale * sum |q_i k_i| of rounding (a bound on the logits that needs no softmax)."""
+    scale = Q.shape[-1] ** -0.5 if scale is None else scale
+    bound = (Q.detach().abs() @ K.detach().abs().transpose(-2, -1)) * abs(scale)
+    return exp_rounding(bound, V)
 
 
 def describe(value: Any, max_values: int = 16) -> str:
@@ -177,10 +208,13 @@ def check_close(
     rtol: float | None = None,
     atol: float | None = None,
     check_dtype: bool = True,
+    rounding: Tolerance | None = None,
 ) -> bool:
     """``actual`` matches ``expected`` in shape, dtype and values (per-dtype tolerance).
 
-    NaN in ``actual`` fails unless ``expected`` has NaN at the same place.
+    ``rounding`` (from ``exp_rounding`` or ``attention_rounding``) widens the tolerance by what
+    the inputs' own rounding allows a correct implementation. NaN in ``actual`` fails unless
+    ``expected`` has NaN at the same place.
     """
     if _recording():
         return True
@@ -196,6 +230,8 @@ def check_close(
     tol = tolerance(expected.dtype)
     rtol = tol.rtol if rtol is None else rtol
     atol = tol.atol if atol is None else atol
+    if rounding is not None:
+        rtol, atol = rtol + rounding.rtol, atol + rounding.atol
     try:
         _assert_close(actual, expected, rtol=rtol, atol=atol, equal_nan=True, check_dtype=False)
         return True
@@ -407,9 +443,10 @@ def check_matches(
     hint: str = "",
     rtol: float | None = None,
     atol: float | None = None,
+    rounding: Tolerance | None = None,
 ) -> bool:
     """``check_close`` against several references at once, e.g. torch's kernel and the solution."""
     return all(
-        check_close(actual, expected, label=f"{label} vs {name}", inputs=inputs, hint=hint, rtol=rtol, atol=atol)
+        check_close(actual, expected, label=f"{label} vs {name}", inputs=inputs, hint=hint, rtol=rtol, atol=atol, rounding=rounding)
         for name, expected in references.items()
     )

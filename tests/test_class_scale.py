@@ -11,8 +11,9 @@ import pytest
 from bad_submissions import BAD_CELL_TIMEOUT_S, BAD_MEMORY_LIMIT, FIRST
 from conftest import GradedClass
 
+from autograder.grading.cache import fingerprint
 from autograder.grading.models import GradingOptions
-from autograder.grading.pipeline import GRADES_CSV, TESTS_CSV, fingerprint, grade
+from autograder.grading.pipeline import GRADES_CSV, TESTS_CSV, grade
 from autograder.settings import SOLUTIONS_DIR
 
 pytestmark = pytest.mark.slow

@@ -13,8 +13,6 @@ tasks run in-process, in a local process pool (``jobs``) or on a Dask cluster
 from __future__ import annotations
 
 import csv
-import hashlib
-import json
 import sys
 import uuid
 from concurrent.futures import as_completed
@@ -22,8 +20,9 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Iterator
 
-from ..course import list_assignments
-from ..settings import CELL_TIMEOUT_S, MEMORY_LIMIT_BYTES, REPO_ROOT, SOLUTIONS_DIR
+from ..course import empty_gradebook, list_assignments
+from ..settings import CELL_TIMEOUT_S, MEMORY_LIMIT_BYTES, SOLUTIONS_DIR
+from .cache import CACHE_FILE, GradingCache, fingerprint
 from .executors import grading_executor
 from .intake import DEFAULT_STUDENT_PATTERN, Handin, Intake, opened, take_in
 from .models import (
@@ -44,7 +43,6 @@ from .worker import GradingBatch, snapshot
 GRADES_CSV = "grades.csv"
 TESTS_CSV = "tests.csv"
 FEEDBACK_DIR = "feedback"
-CACHE_FILE = ".grading-cache.json"
 
 
 @dataclass
@@ -126,7 +124,7 @@ def grade(
             report.reused += 1
     _clear_stale_feedback(out / FEEDBACK_DIR, keep={(g.student_id, g.assignment) for g in report.grades})
 
-    batch = GradingBatch(snapshot(solutions_dir, names), options)
+    batch = GradingBatch(snapshot(solutions_dir, names), options, gradebook=empty_gradebook())
     finished: list[Graded] = []
     failure: HealthCheckFailed | None = None
     try:
@@ -260,49 +258,6 @@ def _clear_stale_feedback(feedback_dir: Path, keep: set[tuple[str, str]]) -> Non
     for folder in feedback_dir.iterdir():
         if folder.is_dir() and not any(folder.iterdir()):
             folder.rmdir()
-
-
-def fingerprint(solutions_dir: Path, options: GradingOptions) -> str:
-    """What every grade depends on besides the notebook: grader code, solutions, options."""
-    digest = hashlib.sha256(json.dumps(asdict(options), sort_keys=True).encode())
-    for folder in (REPO_ROOT / "autograder", REPO_ROOT / "course_utils", solutions_dir):
-        for path in sorted(folder.rglob("*")):
-            if path.is_file() and path.suffix in {".py", ".ipynb"} and ".ipynb_checkpoints" not in path.parts:
-                digest.update(str(path.relative_to(folder)).encode() + b"\0" + path.read_bytes())
-    return digest.hexdigest()
-
-
-class GradingCache:
-    """Rows of earlier runs into the same OUT, keyed by everything that could change them."""
-
-    def __init__(self, path: Path, fingerprint: str) -> None:
-        self.path, self.fingerprint = path, fingerprint
-        try:
-            saved = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            saved = {}
-        self.entries: dict[str, dict] = saved.get("entries", {}) if saved.get("fingerprint") == fingerprint else {}
-
-    @staticmethod
-    def key(submission: Submission) -> str:
-        fields = asdict(submission)
-        fields["content"] = hashlib.sha256(submission.content).hexdigest() if submission.content is not None else None
-        return hashlib.sha256(json.dumps(fields, sort_keys=True).encode()).hexdigest()
-
-    def get(self, submission: Submission) -> tuple[GradeRow, list[TestRow]] | None:
-        entry = self.entries.get(self.key(submission))
-        if entry is None:
-            return None
-        fields = dict(entry["grade"])
-        fields["outcome"] = Outcome.from_json(fields["outcome"])
-        return GradeRow(**fields), [TestRow(**t) for t in entry["tests"]]
-
-    def put(self, submission: Submission, grade_row: GradeRow, test_rows: list[TestRow]) -> None:
-        grade = {**asdict(grade_row), "outcome": grade_row.outcome.to_json()}
-        self.entries[self.key(submission)] = {"grade": grade, "tests": [asdict(t) for t in test_rows]}
-
-    def save(self) -> None:
-        self.path.write_text(json.dumps({"fingerprint": self.fingerprint, "entries": self.entries}, indent=0), encoding="utf-8")
 
 
 def write_csvs(report: GradingReport, out: Path) -> None:

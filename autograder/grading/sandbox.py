@@ -25,8 +25,8 @@ import resource
 import selectors
 import shutil
 import signal
-import struct
 import socket
+import struct
 import subprocess
 import sys
 import tempfile
@@ -212,11 +212,13 @@ class WarmRunner:
         theirs.close()
         self.control = ours
         self._replies = b""
-        if not self._reply(self.START_TIMEOUT_S).get("ready"):
-            self.close()
-            raise RunnerBroken("the sealed runner did not start")
+        self._ready = False  # it is importing torch; the first run waits for it
 
     def run(self, cells: list[dict[str, Any]], graded: list[str], cell_timeout: int, wall_seconds: int) -> SealedRun:
+        if not self._ready:
+            if not self._reply(self.START_TIMEOUT_S).get("ready"):
+                raise RunnerBroken("the sealed runner did not start")
+            self._ready = True
         request = json.dumps({"cells": cells, "graded": ",".join(graded), "timeout": cell_timeout}).encode()
         read_end, write_end = os.pipe()
         try:
@@ -274,6 +276,21 @@ atexit.register(close_runners)
 multiprocessing.util.Finalize(None, close_runners, exitpriority=10)  # pool workers skip atexit
 
 
+def _runner(sealed: bool, memory_bytes: int | None) -> WarmRunner:
+    key = (threading.get_ident(), sealed, memory_bytes)
+    if key not in _runners:
+        _runners[key] = WarmRunner(sealed, memory_bytes)
+    return _runners[key]
+
+
+def prewarm_runner(sealed: bool, memory_bytes: int | None) -> None:
+    """Start this thread's runner now, so that it imports torch while other work goes on."""
+    try:
+        _runner(sealed, memory_bytes)
+    except (OSError, SandboxUnavailable):
+        pass  # the first run tries again and says why
+
+
 def run_sealed(notebook: NotebookNode, graded: list[str], limits: SandboxLimits) -> SealedRun:
     """Execute ``notebook``'s code cells sealed (or, with ``limits.sealed`` False, only in a fork)."""
     started = time.monotonic()
@@ -285,9 +302,7 @@ def run_sealed(notebook: NotebookNode, graded: list[str], limits: SandboxLimits)
     key = (threading.get_ident(), limits.sealed, limits.memory_bytes)
     for attempt in (1, 2):  # a runner that broke is replaced once; the submission is not blamed
         try:
-            if key not in _runners:
-                _runners[key] = WarmRunner(limits.sealed, limits.memory_bytes)
-            run = _runners[key].run(cells, graded, limits.cell_timeout, limits.wall_seconds)
+            run = _runner(limits.sealed, limits.memory_bytes).run(cells, graded, limits.cell_timeout, limits.wall_seconds)
             break
         except RunnerBroken:
             if key in _runners:

@@ -42,6 +42,7 @@ from .models import (
     SubmissionProblem,
     TestRow,
 )
+from .sandbox import prewarm_runner
 
 
 def snapshot(solutions_dir: Path, names: list[str]) -> dict[str, bytes]:
@@ -76,6 +77,7 @@ class GradingBatch:
     solutions: dict[str, bytes]
     options: GradingOptions
     run_id: str | None = None
+    gradebook: bytes | None = None  # course.empty_gradebook(), made once for every worker
 
     def __call__(self, submissions: list[Submission], on_graded: Callable[[], None] | None = None, end_check: bool = False) -> list[Graded]:
         """Grade in a private scratch course: nbgrader's SQLite gradebook takes one writer.
@@ -130,8 +132,13 @@ class PreparedCourse:
 
 @contextmanager
 def _course_for(batch: GradingBatch) -> Iterator[PreparedCourse]:
+    prewarm_runner(batch.options.sealed, batch.options.memory_limit or None)  # torch imports while nbgrader sets up
     with materialized(batch.solutions) as solutions_dir, scratch_course(
-        solutions_dir, cell_timeout=batch.options.cell_timeout, memory_limit=batch.options.memory_limit, sealed=batch.options.sealed
+        solutions_dir,
+        cell_timeout=batch.options.cell_timeout,
+        memory_limit=batch.options.memory_limit,
+        sealed=batch.options.sealed,
+        gradebook=batch.gradebook,
     ) as course:
         yield PreparedCourse(course, course.api())
 

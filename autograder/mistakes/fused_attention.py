@@ -70,6 +70,15 @@ def online_softmax(x, block_size):
         lse = torch.logaddexp(lse, block.double().logsumexp(dim=-1, keepdim=True))
     return torch.exp(x.double() - lse).to(x.dtype)
 '''),
+    Variant("online_softmax with a running logsumexp, in float32", SOFTMAX, source='''
+def online_softmax(x, block_size):
+    if block_size < 1:
+        raise ValueError("block_size must be at least 1")
+    lse = torch.full((*x.shape[:-1], 1), float("-inf"), dtype=x.dtype)
+    for block in x.split(block_size, dim=-1):
+        lse = torch.logaddexp(lse, block.logsumexp(dim=-1, keepdim=True))
+    return torch.exp(x - lse)
+'''),
     Variant("flash_attention_forward with einsum, float64 accumulators and tril offsets", FLASH, source='''
 def flash_attention_forward(Q, K, V, is_causal=False, scale=None, block_q=64, block_k=64):
     if block_q < 1 or block_k < 1:

@@ -36,6 +36,13 @@ def scaled_dot_product_attention(Q, K, V, scale=None):
     weights = torch.softmax(torch.einsum("...qd,...kd->...qk", Q, K) * s, dim=-1)
     return torch.einsum("...qk,...kv->...qv", weights, V), weights
 '''),
+    Variant("scaled_dot_product_attention with weights exp(s - logsumexp(s)), in float32", CELL, source='''
+def scaled_dot_product_attention(Q, K, V, scale=None):
+    scale = Q.shape[-1] ** -0.5 if scale is None else scale
+    s = Q @ K.transpose(-2, -1) * scale
+    weights = torch.exp(s - torch.logsumexp(s, dim=-1, keepdim=True))
+    return weights @ V, weights
+'''),
     Variant("scaled_dot_product_attention query by query, in float64 inside", CELL, source='''
 def scaled_dot_product_attention(Q, K, V, scale=None):
     scale = 1 / math.sqrt(Q.shape[-1]) if scale is None else scale

@@ -87,6 +87,15 @@ def softmax(scores, dim=-1, temperature=1.0):
     x = scores.double() / temperature
     return torch.exp(x - torch.logsumexp(x, dim=dim, keepdim=True)).to(scores.dtype)
 '''),
+    # The rounding trap: in float32, logsumexp near 1e4 is off by ~1e-3 in the exponent, so this
+    # differs from torch.softmax by ~1e-4 there; the tests widen by exp_rounding (CONTRACT.md).
+    Variant("softmax as exp(x - logsumexp(x)), in float32", "softmax", source='''
+def softmax(scores, dim=-1, temperature=1.0):
+    if not temperature > 0:
+        raise ValueError("temperature must be > 0")
+    x = scores / temperature
+    return torch.exp(x - torch.logsumexp(x, dim=dim, keepdim=True))
+'''),
     Variant("soft_lookup with einsum", "soft_lookup", source='''
 def soft_lookup(query, keys, values, temperature=1.0):
     scores = torch.einsum("...d,nd->...n", query, keys)
