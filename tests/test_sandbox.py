@@ -13,11 +13,21 @@ from autograder.grading.sandbox import SandboxLimits, run_sealed, sandbox_proble
 pytestmark = pytest.mark.skipif(sandbox_problem() is not None, reason=f"no sandbox here: {sandbox_problem()}")
 LIMITS = SandboxLimits(cell_timeout=20, memory_bytes=None, wall_seconds=120)
 
+# Every writable-looking place a file could wait in for the next submission; /grader holds the
+# runner, so a module there would be imported by the next one.
+PLACES = ("/tmp/planted", "/tmp/home/planted", "/tmp/work/planted", "/dev/shm/planted", "/dev/planted", "/planted", "/grader/stack_data.py")
 # Everything a first submission could leave for, or do to, whatever runs after it.
-ATTACK = """
+ATTACK = f"PLACES = {PLACES!r}\n" + """
 import os, signal, subprocess
-for path in ('/tmp/planted', '/tmp/home/planted', '/tmp/work/planted', '/dev/shm/planted'):
-    open(path, 'w').write('from the first submission')
+for path in PLACES:
+    try:
+        open(path, 'w').write('from the first submission')
+    except OSError:
+        pass
+try:
+    os.kill(0, signal.SIGUSR1)  # its whole process group: was the runner's once
+except OSError:
+    pass
 os.environ['PLANTED'] = '1'
 import torch
 torch.planted = True
@@ -47,10 +57,10 @@ for pid in range(2, 100):  # numbers name processes of its own namespace only
 print(json.dumps({'parent': os.getppid(), 'reached': reached, 'outside': sum(e.isdigit() and depth(e) < depth('self') for e in os.listdir('/proc'))}))
 """
 
-LOOK = """
+LOOK = f"PLACES = {PLACES!r}\n" + """
 import os, torch
 print(json.dumps({
-    'planted': [p for p in ('/tmp/planted', '/tmp/home/planted', '/tmp/work/planted', '/dev/shm/planted') if os.path.exists(p)],
+    'planted': [p for p in PLACES if os.path.exists(p)],
     'environment': 'PLANTED' in os.environ,
     'torch patched': hasattr(torch, 'planted'),
     'processes': [e for e in os.listdir('/proc') if e.isdigit() and open(f'/proc/{e}/cmdline', 'rb').read().startswith(b'sleep')],
@@ -77,6 +87,35 @@ def test_a_submission_leaves_nothing_for_the_next_and_cannot_reach_the_runner() 
     seen = printed(LOOK)
     assert seen == {"planted": [], "environment": False, "torch patched": False, "processes": []}, seen
     assert next(r for key, r in sandbox._runners.items() if key[1]) is runner and runner.process.poll() is None, "the runner was replaced"
+
+
+SCAN = """
+import ctypes
+head, tail = b'secret-of-the-', b'first-submission'  # never joined here, or the scan would find itself
+found = False
+for line in open('/proc/self/maps'):
+    span, mode = line.split()[:2]
+    if mode.startswith('rw') and '[vvar' not in line:
+        start, end = (int(x, 16) for x in span.split('-'))
+        data = ctypes.string_at(start, end - start)
+        at = data.find(head)
+        while at >= 0 and not found:
+            found = data[at + len(head):at + len(head) + len(tail)] == tail
+            at = data.find(head, at + 1)
+print(json.dumps({'found': found}))
+"""
+
+
+def test_a_submission_cannot_read_an_earlier_one_from_memory() -> None:
+    # The runner never reads a request, so no submission's text is in the memory later forks copy.
+    assert printed("secret = 'secret-of-the-first-submission'\nprint(json.dumps({'said': secret}))") == {"said": "secret-of-the-first-submission"}
+    assert printed(SCAN) == {"found": False}
+
+
+def test_a_forged_frame_costs_only_its_own_run() -> None:
+    forge = "import os, struct\nfor fd in range(3, 64):\n    try:\n        os.write(fd, b'E' + struct.pack('<Q', 2) + b'[]')\n    except OSError:\n        pass\nprint(json.dumps({'forged': True}))"
+    assert printed(forge) == {"forged": True}
+    assert printed("print(json.dumps({'next': True}))") == {"next": True}
 
 
 def test_a_cell_that_kills_its_process_ends_the_run_and_the_runner_carries_on() -> None:

@@ -26,7 +26,6 @@ import selectors
 import shutil
 import signal
 import socket
-import struct
 import subprocess
 import sys
 import tempfile
@@ -43,7 +42,7 @@ from course_utils.reference import is_test_cell, nbgrader_meta
 
 RUNNER = Path(__file__).with_name("sealed_run.py")
 HEADER_SIZE = 9  # sealed_run.HEADER: one byte of kind, eight of length
-CONTROL_HEADER = struct.Struct("<Q")  # sealed_run.CONTROL_HEADER: the length of a request
+RUN, DONE = b"R", b"D"  # sealed_run.RUN and DONE: control messages
 
 SCRATCH_BYTES = 512 * 2**20  # the private /tmp
 MAX_FILE_BYTES = 256 * 2**20
@@ -69,7 +68,7 @@ class SealedRun:
 
     outputs: dict[int, list[dict[str, Any]]] = field(default_factory=dict)  # cell index -> outputs
     finished: set[int] = field(default_factory=set)  # cells that ran to their end
-    record: bytes = b""
+    record: bytearray = field(default_factory=bytearray)
     ended: str = "the kernel died (a cell crashed Python or exited it)"  # "completed", or why not
     leftover_processes: int = 0
     said_end: bool = False  # the runner sent its end frame: nothing more is read
@@ -113,7 +112,9 @@ def bwrap_command(mpl_cache: Path | None, argv: list[str]) -> list[str]:
     args += ["--ro-bind", str(RUNNER), "/grader/sealed_run.py"]
     if mpl_cache is not None:
         args += ["--ro-bind", str(mpl_cache), "/grader/matplotlib"]
-    args += ["--chdir", "/tmp/work", "--"]
+    # bwrap's / and /dev are tmpfs that the sandbox could write: a file left there (a module on
+    # /grader, beside the runner) would wait for the next submission. Only /tmp stays writable.
+    args += ["--remount-ro", "/dev", "--remount-ro", "/", "--chdir", "/tmp/work", "--"]
     return args + argv
 
 
@@ -159,7 +160,7 @@ def _matplotlib_cache() -> Path | None:
 def sandbox_problem() -> str | None:
     """Why the sandbox cannot start here, or None when it can (bubblewrap, then a nested fork)."""
     try:
-        command = bwrap_command(None, [sys.executable, "/grader/sealed_run.py", "probe"])
+        command = bwrap_command(None, [sys.executable, "-I", "/grader/sealed_run.py", "probe"])
         result = subprocess.run(command, capture_output=True, timeout=120, env=_environment("/tmp/home", "/tmp/matplotlib", sealed=True))
     except SandboxUnavailable as missing:
         return str(missing)
@@ -189,14 +190,14 @@ class WarmRunner:
         if sealed:
             env = _environment("/tmp/home", "/tmp/matplotlib", sealed=True)
             env["COURSE_MPL_SOURCE"] = "/grader/matplotlib" if mpl_cache else ""
-            command = bwrap_command(mpl_cache, [sys.executable, "/grader/sealed_run.py", "serve", str(theirs.fileno())])
+            command = bwrap_command(mpl_cache, [sys.executable, "-I", "/grader/sealed_run.py", "serve", str(theirs.fileno())])
             cwd = None
         else:
             root = Path(self._scratch.name)
             (root / "home").mkdir()
             env = _environment(str(root / "home"), str(root / "matplotlib"), sealed=False)
             env["COURSE_MPL_SOURCE"] = str(mpl_cache or "")
-            command = [sys.executable, str(RUNNER), "serve", str(theirs.fileno())]
+            command = [sys.executable, "-I", str(RUNNER), "serve", str(theirs.fileno())]
             cwd = str(root)
         self.process = subprocess.Popen(
             command,
@@ -215,28 +216,34 @@ class WarmRunner:
         self._ready = False  # it is importing torch; the first run waits for it
 
     def run(self, cells: list[dict[str, Any]], graded: list[str], cell_timeout: int, wall_seconds: int) -> SealedRun:
+        """One submission in a fresh fork; RunnerBroken if the runner failed (never the submission's fault)."""
         if not self._ready:
             if not self._reply(self.START_TIMEOUT_S).get("ready"):
                 raise RunnerBroken("the sealed runner did not start")
             self._ready = True
-        request = json.dumps({"cells": cells, "graded": ",".join(graded), "timeout": cell_timeout}).encode()
+        request = os.memfd_create("request")  # read only by the fork, never by the runner
+        os.write(request, json.dumps({"cells": cells, "graded": ",".join(graded), "timeout": cell_timeout}).encode())
+        os.lseek(request, 0, os.SEEK_SET)
         read_end, write_end = os.pipe()
         try:
             self.control.settimeout(self.REPLY_TIMEOUT_S)
-            socket.send_fds(self.control, [CONTROL_HEADER.pack(len(request))], [write_end])
-            self.control.sendall(request)
+            socket.send_fds(self.control, [RUN], [write_end, request])
         except OSError as error:
             os.close(read_end)
             raise RunnerBroken(f"the sealed runner is gone: {error}") from error
         finally:
             os.close(write_end)
-        run = _read_frames(read_end, wall_seconds)
+            os.close(request)
         try:
-            self.control.sendall(CONTROL_HEADER.pack(0))  # read: end the run
-            if not self._reply(self.REPLY_TIMEOUT_S).get("ended"):
-                raise RunnerBroken("the sealed runner did not end the run")
-        except OSError as error:
-            raise RunnerBroken(f"the sealed runner stopped answering: {error}") from error
+            run = _read_frames(read_end, wall_seconds)
+        finally:
+            try:  # whatever happened while reading, the run ends before the next one starts
+                self.control.sendall(DONE)
+                ended = self._reply(self.REPLY_TIMEOUT_S).get("ended")
+            except OSError as error:
+                raise RunnerBroken(f"the sealed runner stopped answering: {error}") from error
+        if not ended:
+            raise RunnerBroken("the sealed runner did not end the run")
         run.sealed = self.sealed
         return run
 
@@ -358,18 +365,25 @@ def _parse(buffer: bytearray, run: SealedRun) -> None:
             if kind == b"R":
                 run.record += payload
             elif kind == b"C":
-                message = json.loads(payload)
+                message = _json_object(payload)
                 index = int(message["index"])
                 run.outputs[index] = [o for o in message.get("outputs", []) if isinstance(o, dict)]
                 if message.get("finished"):
                     run.finished.add(index)
             elif kind == b"E":
-                message = json.loads(payload)
+                message = _json_object(payload)
                 run.ended = str(message.get("ended", run.ended))[:300]
                 run.leftover_processes = int(message.get("leftover_processes", 0))
                 run.said_end = True
-        except (ValueError, KeyError, TypeError):
-            continue  # a malformed frame is the submission's loss, never the grader's
+        except Exception:  # noqa: BLE001 - a malformed frame is the submission's loss, never the grader's
+            continue
+
+
+def _json_object(payload: bytes) -> dict[str, Any]:
+    message = json.loads(payload)
+    if not isinstance(message, dict):
+        raise ValueError("not an object")
+    return message
 
 
 def _kill_group(process: subprocess.Popen) -> None:

@@ -8,9 +8,11 @@ no verdict.
     python sealed_run.py probe               # can this machine isolate a fork? (prints "ok")
 
 ``serve`` imports torch, IPython and matplotlib once (about two seconds of every submission
-before), then answers requests on its control socket, one at a time. A request is a
-notebook's code cells, the cell time limit, the graded names and, passed as a descriptor,
-the write end of a pipe. For each request it forks:
+before), then answers requests on its control socket, one at a time. A request is two
+descriptors: the write end of a pipe, and a memory file with the notebook's code cells, the
+cell time limit and the graded names. The runner never reads that file: only the fork that
+runs the submission does, so no submission's code ever sits in the runner's memory, which
+every later fork starts from. For each request it forks:
 
 * the child enters new user, mount, PID and IPC namespaces (``isolate``) and forks again;
 * the grandchild is PID 1 of the new PID namespace: it mounts a fresh, private ``/tmp``,
@@ -35,6 +37,7 @@ from __future__ import annotations
 import ctypes
 import json
 import os
+import shutil
 import signal
 import socket
 import struct
@@ -43,7 +46,7 @@ import tempfile
 from typing import Any
 
 HEADER = struct.Struct("<cQ")
-CONTROL_HEADER = struct.Struct("<Q")
+RUN, DONE = b"R", b"D"  # control messages from the grader
 SCRATCH_SIZE = "512m"
 MAX_STREAM_CHARS = 1_000_000  # per cell; the grader keeps far fewer (nbgrader_ext.limits)
 
@@ -295,15 +298,18 @@ def run_cells(shell: Any, request: dict[str, Any], out: int) -> None:
             emit(out, b"R", chunk)
 
 
-def _grandchild(shell: Any, request: dict[str, Any], out: int, sealed: bool, scratch_root: str) -> None:
+def _read_request(fd: int) -> dict[str, Any]:
+    with os.fdopen(fd, "rb") as file:
+        return json.loads(file.read())
+
+
+def _grandchild(shell: Any, request_fd: int, out: int, sealed: bool, scratch: str) -> None:
     ended = "completed"
     left: list[int] = []
     try:
-        if sealed:
-            root = private_scratch()
-        else:
-            os.setsid()  # the runner kills this process group at the end
-            root = tempfile.mkdtemp(dir=scratch_root)
+        os.setsid()  # out of the runner's process group: kill(0, ...) reaches only this run
+        root = private_scratch() if sealed else scratch
+        request = _read_request(request_fd)  # read here, never in the runner, whose memory every fork shares
         _close_all_but(out)
         for folder in ("home", "work", "matplotlib"):
             os.makedirs(f"{root}/{folder}", exist_ok=True)
@@ -318,15 +324,16 @@ def _grandchild(shell: Any, request: dict[str, Any], out: int, sealed: bool, scr
     os._exit(0)  # PID 1 leaving takes every process of its namespace with it
 
 
-def _child(shell: Any, request: dict[str, Any], out: int, sealed: bool, scratch_root: str, report: int) -> None:
+def _child(shell: Any, request_fd: int, out: int, sealed: bool, scratch: str, report: int) -> None:
     try:
         if sealed:
             isolate()
         grandchild = os.fork()
         if grandchild == 0:
             os.close(report)
-            _grandchild(shell, request, out, sealed, scratch_root)
+            _grandchild(shell, request_fd, out, sealed, scratch)
         os.close(out)
+        os.close(request_fd)
         os.write(report, str(grandchild).encode())
         os.close(report)
         os.waitpid(grandchild, 0)
@@ -339,27 +346,21 @@ def _child(shell: Any, request: dict[str, Any], out: int, sealed: bool, scratch_
 
 
 def _receive(control: socket.socket) -> tuple[bytes, list[int]] | None:
-    """One message from the grader: a length, then that many bytes; descriptors come with the length."""
-    head, fds, _, _ = socket.recv_fds(control, CONTROL_HEADER.size, 1)
-    while head and len(head) < CONTROL_HEADER.size:
-        more = control.recv(CONTROL_HEADER.size - len(head))
-        if not more:
-            return None
-        head += more
-    if not head:
-        return None
-    (size,) = CONTROL_HEADER.unpack(head)
-    body = bytearray()
-    while len(body) < size:
-        more = control.recv(min(1 << 20, size - len(body)))
-        if not more:
-            return None
-        body += more
-    return bytes(body), fds
+    """One message from the grader: a byte (RUN or DONE) and, with RUN, two descriptors."""
+    kind, fds, _, _ = socket.recv_fds(control, 1, 2)
+    return (kind, fds) if kind else None
 
 
 def _reply(control: socket.socket, message: dict[str, Any]) -> None:
     control.sendall(json.dumps(message).encode() + b"\n")
+
+
+def _close(fds: list[int]) -> None:
+    for fd in fds:
+        try:
+            os.close(fd)
+        except OSError:
+            pass
 
 
 def serve(control_fd: int) -> None:
@@ -369,36 +370,39 @@ def serve(control_fd: int) -> None:
     scratch_root = os.getcwd()
     prepared_fonts = os.environ.get("COURSE_MPL_SOURCE")
     if prepared_fonts and os.path.isdir(prepared_fonts):
-        import shutil
-
         shutil.copytree(prepared_fonts, os.environ["MPLCONFIGDIR"], dirs_exist_ok=True)
     shell = preload()
     control = socket.socket(fileno=control_fd)
     _reply(control, {"ready": True})
     while (message := _receive(control)) is not None:
-        body, fds = message
-        if not fds:
+        kind, fds = message
+        if kind != RUN or len(fds) != 2:
+            _close(fds)
             continue
-        request, out = json.loads(body), fds[0]
+        out, request_fd = fds
+        scratch = "" if sealed else tempfile.mkdtemp(dir=scratch_root)  # sealed: a fresh /tmp instead
         report_read, report_write = os.pipe()
         child = os.fork()
         if child == 0:
             control.close()
             os.close(report_read)
-            _child(shell, request, out, sealed, scratch_root, report_write)
-        os.close(out)
-        os.close(report_write)
+            _child(shell, request_fd, out, sealed, scratch, report_write)
+        _close([out, request_fd, report_write])
         with os.fdopen(report_read, "rb") as report:
             text = report.read()
         grandchild = int(text) if text.isdigit() else 0
-        # The grader reads the pipe, then sends a message (any) to say it has done so.
+        # The grader reads the pipe, then says DONE; the run ends then, whatever it was doing.
         done = _receive(control)
+        if done:
+            _close(done[1])  # DONE carries none; anything else is dropped
         if grandchild:
             try:
-                os.kill(grandchild, signal.SIGKILL) if sealed else os.killpg(grandchild, signal.SIGKILL)
+                os.killpg(grandchild, signal.SIGKILL) if not sealed else os.kill(grandchild, signal.SIGKILL)
             except OSError:
                 pass
         os.waitpid(child, 0)
+        if scratch:
+            shutil.rmtree(scratch, ignore_errors=True)
         if done is None:
             return
         _reply(control, {"ended": True})
