@@ -283,8 +283,12 @@ atexit.register(close_runners)
 multiprocessing.util.Finalize(None, close_runners, exitpriority=10)  # pool workers skip atexit
 
 
+def _runner_key(sealed: bool, memory_bytes: int | None) -> tuple[int, bool, int | None]:
+    return threading.get_ident(), sealed, memory_bytes
+
+
 def _runner(sealed: bool, memory_bytes: int | None) -> WarmRunner:
-    key = (threading.get_ident(), sealed, memory_bytes)
+    key = _runner_key(sealed, memory_bytes)
     if key not in _runners:
         _runners[key] = WarmRunner(sealed, memory_bytes)
     return _runners[key]
@@ -306,7 +310,7 @@ def run_sealed(notebook: NotebookNode, graded: list[str], limits: SandboxLimits)
         for index, cell in enumerate(notebook.cells)
         if cell.cell_type == "code"
     ]
-    key = (threading.get_ident(), limits.sealed, limits.memory_bytes)
+    key = _runner_key(limits.sealed, limits.memory_bytes)
     for attempt in (1, 2):  # a runner that broke is replaced once; the submission is not blamed
         try:
             run = _runner(limits.sealed, limits.memory_bytes).run(cells, graded, limits.cell_timeout, limits.wall_seconds)

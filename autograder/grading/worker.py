@@ -289,15 +289,6 @@ def diagnose(autograded: Path, options: GradingOptions) -> list[str]:
     return notes
 
 
-def _graded_status(spec: AssignmentSpec, scores: dict[str, float]) -> str:
-    failed = [test for test, points in spec.tests.items() if scores.get(test, 0.0) < points]
-    if not failed:
-        return "graded"
-    if len(failed) == len(spec.tests):
-        return "graded (no test passed)"
-    return f"graded (lost points on: {', '.join(failed)})"
-
-
 def _scores_from_gradebook(course: ScratchCourse, student: str, spec: AssignmentSpec) -> dict[str, float]:
     from nbgrader.api import Gradebook
 
