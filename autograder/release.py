@@ -10,10 +10,14 @@ no byte, and ``--check`` compares a fresh generation with what is committed.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import filecmp
+import hashlib
 import shutil
 import tempfile
 from pathlib import Path
+from typing import Iterator
 
 import nbformat
 
@@ -52,11 +56,25 @@ def generate_stamped(solutions_dir: Path, out_dir: Path) -> list[str]:
     return names
 
 
+@contextlib.contextmanager
+def _one_release_at_a_time(notebooks_dir: Path) -> Iterator[None]:
+    """Two releases into one folder at once would delete each other's output half-way."""
+    key = hashlib.sha256(str(notebooks_dir.resolve()).encode()).hexdigest()[:16]
+    with open(Path(tempfile.gettempdir()) / f"attention-course-release-{key}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
+
+
 def release(solutions_dir: Path = SOLUTIONS_DIR, notebooks_dir: Path = NOTEBOOKS_DIR) -> list[str]:
     """Stamp the course cells into ``solutions_dir``, then regenerate ``notebooks_dir`` from it.
 
     Afterwards ``notebooks_dir`` holds exactly what nbgrader generated, with its own badges.
     """
+    with _one_release_at_a_time(notebooks_dir):
+        return _release(solutions_dir, notebooks_dir)
+
+
+def _release(solutions_dir: Path, notebooks_dir: Path) -> list[str]:
     for name in list_assignments(solutions_dir):
         stamp(solutions_dir, name, student=False)
     staging = Path(tempfile.mkdtemp(prefix="release-")) / "notebooks"

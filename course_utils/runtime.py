@@ -7,8 +7,10 @@ cells that benchmark or train shrink their work when it is set.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import random
+from typing import Iterator
 
 import numpy as np
 import torch
@@ -28,6 +30,20 @@ def seed_everything(seed: int = 0) -> None:
     random.seed(seed)
     np.random.seed(seed)
     torch.manual_seed(seed)
+
+
+@contextlib.contextmanager
+def needs(*functions: str) -> Iterator[None]:
+    """Wrap a demo or plot cell that calls the student's ``functions``.
+
+    While one of them is still a stub, the cell prints which one to write first, on stdout,
+    instead of ending in a traceback; any other error is the cell's own and goes through.
+    """
+    try:
+        yield
+    except NotImplementedError:
+        names = " and ".join(f"`{name}`" for name in functions)
+        print(f"This cell uses {names}. Write it above (it still raises NotImplementedError), run that cell, then run this one again.")
 
 
 def pick_device() -> torch.device:

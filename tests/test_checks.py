@@ -247,3 +247,97 @@ class _UsesDouble:
 def test_call_stand_ins_reach_the_namespace_of_a_callable_object() -> None:
     assert call(_UsesDouble(), 1, stand_ins={"_double": lambda x: 10 * x}) == 11
     assert _UsesDouble()(1) == 3
+
+
+def test_answer_format_accepts_each_kind_and_names_what_a_wrong_form_should_be() -> None:
+    from course_utils.checks import check_answer_format
+
+    assert check_answer_format(lambda: 2**33, "integer")
+    assert check_answer_format(lambda: 8.0, "integer")  # a whole number written as a float is still one
+    assert check_answer_format(lambda: torch.tensor(0.25), "number")
+    assert check_answer_format(lambda: [0.1, 0.2, 0.7], "numbers", length=3)
+    assert check_answer_format(lambda: " B ", "choice", choices=("a", "b", "c"))
+    cases = [
+        (lambda: "8 GiB", "integer", {}, "not a finite number"),
+        (lambda: 2.5, "integer", {}, "not a whole number"),
+        (lambda: True, "number", {}, "not a finite number"),
+        (lambda: float("nan"), "number", {}, "not a finite number"),
+        (lambda: [0.1, 0.9], "numbers", {"length": 3}, "asks for 3"),
+        (lambda: "d", "choice", {"choices": ("a", "b", "c")}, "not one of"),
+        (lambda: 2, "choice", {"choices": ("a", "b")}, "not one of"),
+    ]
+    for answer, kind, options, problem in cases:
+        with pytest.raises(AssertionError) as failure:
+            check_answer_format(answer, kind, **options)
+        assert problem in str(failure.value) and "hint: return" in str(failure.value), (kind, str(failure.value))
+
+
+def test_answer_format_reports_an_unanswered_question_as_not_written() -> None:
+    from course_utils.checks import check_answer_format
+
+    def answer_bytes() -> int:
+        raise NotImplementedError()
+
+    with pytest.raises(AssertionError, match="answer_bytes\\(\\): not written yet"):
+        check_answer_format(answer_bytes, "integer")
+
+
+def test_check_answer_grades_within_the_tolerance_and_never_shows_the_answer() -> None:
+    from course_utils.checks import check_answer
+
+    assert check_answer(lambda: 101, 100, kind="number", rtol=0.02, hint="h")
+    assert check_answer(lambda: [0.5, 0.5], [0.5, 0.5001], kind="numbers", atol=1e-3, hint="h")
+    assert check_answer(lambda: "B", "b", kind="choice", choices=("a", "b"), hint="h")
+    for answer, expected, kind, options in [
+        (lambda: 1234567, 7654321, "integer", {}),
+        (lambda: 103, 100, "number", {"rtol": 0.02}),
+        (lambda: [0.3, 0.7], [0.25, 0.75], "numbers", {"atol": 1e-3}),
+        (lambda: "a", "c", "choice", {"choices": ("a", "b", "c")}),
+    ]:
+        with pytest.raises(AssertionError) as failure:
+            check_answer(answer, expected, kind=kind, hint="think about the row sums", **options)
+        message = str(failure.value)
+        assert "is not the answer" in message and "think about the row sums" in message
+        assert str(expected) not in message and "7654321" not in message and "0.25" not in message, message
+
+
+def test_needs_turns_a_stub_into_a_note_and_lets_real_errors_through(capsys: pytest.CaptureFixture[str]) -> None:
+    from course_utils import needs
+
+    with needs("softmax"):
+        raise NotImplementedError()
+    assert "uses `softmax`" in capsys.readouterr().out
+    with pytest.raises(ZeroDivisionError), needs("softmax"):
+        1 / 0
+
+
+def test_a_question_is_recorded_in_the_sealed_run_and_graded_in_the_replay(tmp_path) -> None:
+    from course_utils import recording
+    from course_utils.checks import check_answer, check_answer_format
+
+    def answer_score_bytes() -> int:
+        return 2**33
+
+    def answer_which_key() -> str:
+        return "c"
+
+    record = tmp_path / "record"
+    test = "check_answer_format(answer_score_bytes, 'integer')\ncheck_answer(answer_score_bytes, 2**32, kind='integer', hint='count the bytes')\n"
+    test += "check_answer(answer_which_key, 'b', kind='choice', choices='abc', hint='look at T')\n"
+    namespace = {"answer_score_bytes": answer_score_bytes, "answer_which_key": answer_which_key, "check_answer": check_answer, "check_answer_format": check_answer_format}
+    try:
+        recording.start_recording(str(record), ["answer_score_bytes", "answer_which_key"], namespace)
+        recording.begin_cell("test_q")
+        exec(test, namespace)  # the sealed run compares nothing: a wrong answer passes here
+    finally:
+        recording._state = recording._State()
+    events = recording.read_record(record.read_bytes())
+    assert [e["op"] for e in events["test_q"]] == ["call"] * 3
+    replay = {name: recording.Placeholder(name) for name in ("answer_score_bytes", "answer_which_key")}
+    replay |= {"check_answer": check_answer, "check_answer_format": check_answer_format}
+    with recording.replaying(events):
+        recording.begin_cell("test_q")
+        exec(test.splitlines()[0], replay)  # the form is right
+        with pytest.raises(AssertionError, match="8589934592 is not the answer") as failure:
+            exec(test.splitlines()[1], replay)  # the value is not, and the message keeps the answer to itself
+        assert "4294967296" not in str(failure.value)
