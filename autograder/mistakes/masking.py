@@ -7,6 +7,9 @@ from .variant import Variant
 SDPA = "scaled_dot_product_attention"
 BOOL_FILL = 'scores.masked_fill(~attn_mask, float("-inf"))'
 CAUSAL = "causal_mask(Q.shape[-2], K.shape[-2], device=Q.device)"
+PACKED = "packed_sequence_mask"
+WITHIN = "mask = mask & (position.unsqueeze(-1) >= position.unsqueeze(0))"
+PACKED_TESTS = ("test_packed_sequence_mask", "test_packed_sequence_mask_causal")
 
 MISTAKES = [
     Variant("causal_mask is always bottom-right", "causal_mask",
@@ -35,6 +38,49 @@ MISTAKES = [
     Variant("calls F.scaled_dot_product_attention for the output", SDPA,
             edits=(("return weights @ V, weights", "return F.scaled_dot_product_attention(Q, K, V, attn_mask=attn_mask, scale=scale), weights"),),
             loses=("test_masked_sdpa_no_builtin",)),
+    # packed sequences (block-diagonal masks)
+    Variant("packed_sequence_mask forgets causality inside each sequence", PACKED,
+            edits=((WITHIN, "mask = mask"),), loses=("test_packed_sequence_mask_causal",)),
+    Variant("packed_sequence_mask is causal even when causal=False", PACKED,
+            edits=(("    if causal:\n", "    if True:\n"),), loses=("test_packed_sequence_mask",)),
+    Variant("packed_sequence_mask inverted (True = masked)", PACKED,
+            edits=(("    return mask\n", "    return ~mask\n"),), loses=PACKED_TESTS),
+    Variant("packed_sequence_mask returns a float 0/1 mask (SDPA would add it, not mask)", PACKED,
+            edits=(("    return mask\n", "    return mask.float()\n"),), loses=PACKED_TESTS),
+    Variant("packed_sequence_mask, causal: one causal mask over the whole row (sequences see the ones before them)", PACKED, source='''
+def packed_sequence_mask(lengths, causal=False):
+    T = int(lengths.sum())
+    if causal:
+        return torch.ones(T, T, dtype=torch.bool).tril()
+    ids = torch.repeat_interleave(torch.arange(len(lengths)), lengths)
+    return ids[:, None] == ids[None, :]
+''', loses=("test_packed_sequence_mask_causal",)),
+    Variant("packed_sequence_mask off by one at the boundaries (first token glued to the previous sequence)", PACKED, source='''
+def packed_sequence_mask(lengths, causal=False):
+    ends = lengths.cumsum(0)                                   # where each sequence ends (exclusive)
+    position = torch.arange(int(lengths.sum()))
+    ids = (position[:, None] > ends[None, :]).sum(-1)          # should be >=
+    mask = ids[:, None] == ids[None, :]
+    return mask & (position[:, None] >= position[None, :]) if causal else mask
+''', loses=PACKED_TESTS),
+    Variant("packed_sequence_mask takes the lengths as boundaries (forgets the running total, cumsum)", PACKED, source='''
+def packed_sequence_mask(lengths, causal=False):
+    position = torch.arange(int(lengths.sum()))
+    ids = (position[:, None] >= lengths[None, :]).sum(-1)
+    mask = ids[:, None] == ids[None, :]
+    return mask & (position[:, None] >= position[None, :]) if causal else mask
+''', loses=PACKED_TESTS),
+    # graded questions
+    Variant("bottom-right count taken top-left", "answer_bottom_right_true_count",
+            edits=(("return 3 + 4 + 5", "return 1 + 2 + 3"),), loses=("test_answer_bottom_right_true_count",)),
+    Variant("bottom-right count answered as text", "answer_bottom_right_true_count",
+            edits=(("return 3 + 4 + 5", 'return "12 entries"'),), loses=("test_answer_bottom_right_true_count",)),
+    Variant("key_padding_mask read with SDPA's convention (True = take part)", "answer_key_padding_mask_unconverted",
+            edits=(('return "b"', 'return "a"'),), loses=("test_answer_key_padding_mask_unconverted",)),
+    Variant("float 0/1 mask believed to mask like a bool mask (weight 0)", "answer_float_mask_future_weight",
+            edits=(("return 3 / (math.e + 3)", "return 0.0"),), loses=("test_answer_float_mask_future_weight",)),
+    Variant("float 0/1 mask: the weight of key 0 instead of the future keys", "answer_float_mask_future_weight",
+            edits=(("return 3 / (math.e + 3)", "return math.e / (math.e + 3)"),), loses=("test_answer_float_mask_future_weight",)),
 ]
 
 CORRECT_VARIANTS = [
@@ -69,4 +115,29 @@ def scaled_dot_product_attention(Q, K, V, attn_mask=None, is_causal=False, scale
     weights = torch.nan_to_num(weights, nan=0.0)          # rows with every key masked
     return (weights @ v).to(Q.dtype), weights.to(Q.dtype)
 '''),
+    Variant("packed_sequence_mask with a loop over the blocks", PACKED, source='''
+def packed_sequence_mask(lengths, causal=False):
+    T = int(lengths.sum())
+    mask = torch.zeros(T, T, dtype=torch.bool, device=lengths.device)
+    start = 0
+    for n in lengths.tolist():
+        block = torch.ones(n, n, dtype=torch.bool)
+        mask[start:start + n, start:start + n] = block.tril() if causal else block
+        start += n
+    return mask
+'''),
+    Variant("packed_sequence_mask from segment ids found with bucketize over the cumsum", PACKED, source='''
+def packed_sequence_mask(lengths, causal=False):
+    position = torch.arange(int(lengths.sum()), device=lengths.device)
+    ids = torch.bucketize(position, lengths.cumsum(0), right=True)   # sequence number of each position
+    mask = ids[:, None] == ids[None, :]
+    if causal:
+        mask &= torch.ones_like(mask).tril()
+    return mask
+'''),
+    Variant("bottom-right count computed with tril", "answer_bottom_right_true_count",
+            edits=(("return 3 + 4 + 5", "return int(torch.ones(3, 5).tril(diagonal=5 - 3).sum())"),)),
+    Variant("choice in upper case with spaces", "answer_key_padding_mask_unconverted", edits=(('return "b"', 'return " B "'),)),
+    Variant("future weight rounded to three digits", "answer_float_mask_future_weight",
+            edits=(("return 3 / (math.e + 3)", "return 0.525"),)),
 ]
