@@ -549,7 +549,9 @@ def check_answer(
     A wrong answer fails with ``hint`` (what to reconsider); the message never shows ``expected``.
     """
     label = f"{getattr(fn, '__name__', 'answer')}()"
-    answer = _answer(fn, kind, choices, len(expected) if kind == "numbers" else None, label)
+    # In the sealed run ``expected`` is withheld (it comes from the solution): nothing is compared there.
+    length = len(expected) if kind == "numbers" and not _recording() else None
+    answer = _answer(fn, kind, choices, length, label)
     if _recording():
         return True
     if kind == "choice":

@@ -341,3 +341,24 @@ def test_a_question_is_recorded_in_the_sealed_run_and_graded_in_the_replay(tmp_p
         with pytest.raises(AssertionError, match="8589934592 is not the answer") as failure:
             exec(test.splitlines()[1], replay)  # the value is not, and the message keeps the answer to itself
         assert "4294967296" not in str(failure.value)
+
+
+def test_a_numbers_question_records_against_a_withheld_solution(tmp_path) -> None:
+    # In the sealed run the expected value is the solution, withheld: the check must not need its length.
+    from course_utils import recording
+    from course_utils.checks import check_answer
+
+    def answer_weights() -> list[float]:
+        return [0.125, 0.25, 0.625]
+
+    namespace = {"answer_weights": answer_weights}
+    try:
+        recording.start_recording(str(tmp_path / "record"), ["answer_weights"], namespace)
+        recording.begin_cell("test_q")
+        assert check_answer(answer_weights, recording.Withheld().answer_weights(), kind="numbers", hint="h")
+    finally:
+        recording._state = recording._State()
+    events = recording.read_record((tmp_path / "record").read_bytes())
+    with recording.replaying(events):
+        recording.begin_cell("test_q")
+        assert check_answer(recording.Placeholder("answer_weights"), [0.125, 0.25, 0.625], kind="numbers", atol=1e-3, hint="h")
