@@ -7,6 +7,9 @@ from .variant import Variant
 MAX_SHIFT = "scaled - scaled.amax(dim=dim, keepdim=True)"
 SCORES = "scores = query @ keys.transpose(-2, -1)"
 TERMS = "torch.where(weights > 0, weights * torch.log(weights), torch.zeros_like(weights))"
+WORKED = "[0.125, 0.25, 0.625]"
+TIE = 'return "b"'
+MASKED = "math.log(3)"
 
 MISTAKES = [
     # hard_lookup
@@ -59,6 +62,29 @@ MISTAKES = [
             edits=(("torch.log(weights)", "torch.log2(weights)"),), loses=("test_entropy_in_nats",)),
     Variant("attention_entropy always sums the last dim", "attention_entropy",
             edits=(("-terms.sum(dim=dim)", "-terms.sum(dim=-1)"),), loses=("test_entropy_any_dim",)),
+    # answer_softmax_worked: the softmax of (ln 1, ln 2, ln 5), by hand
+    Variant("worked softmax: the exponentials (1, 2, 5), not normalised", "answer_softmax_worked",
+            edits=((WORKED, "[1.0, 2.0, 5.0]"),), loses=("test_softmax_worked_example",)),
+    Variant("worked softmax: the scores ln k divided by their sum, no exponential", "answer_softmax_worked",
+            edits=((WORKED, "[0.0, 0.301, 0.699]"),), loses=("test_softmax_worked_example",)),
+    Variant("worked softmax: the softmax of (1, 2, 5) instead of (ln 1, ln 2, ln 5)", "answer_softmax_worked",
+            edits=((WORKED, "[0.018, 0.047, 0.936]"),), loses=("test_softmax_worked_example",)),
+    Variant("worked softmax: the right weights in the wrong order", "answer_softmax_worked",
+            edits=((WORKED, "[0.625, 0.25, 0.125]"),), loses=("test_softmax_worked_example",)),
+    # answer_cold_lookup_tie: (b), the tied keys share the weight
+    Variant("cold lookup with a tie: the first tied key, as argmax picks it", "answer_cold_lookup_tie",
+            edits=((TIE, 'return "a"'),), loses=("test_cold_lookup_with_a_tie",)),
+    Variant("cold lookup with a tie: the mean of all values (that is T -> infinity)", "answer_cold_lookup_tie",
+            edits=((TIE, 'return "c"'),), loses=("test_cold_lookup_with_a_tie",)),
+    Variant("cold lookup with a tie: it fails like hard_lookup", "answer_cold_lookup_tie",
+            edits=((TIE, 'return "d"'),), loses=("test_cold_lookup_with_a_tie",)),
+    # answer_masked_entropy: ln 3 nats
+    Variant("masked entropy: counts the 5 masked keys, ln 8", "answer_masked_entropy",
+            edits=((MASKED, "math.log(8)"),), loses=("test_masked_entropy",)),
+    Variant("masked entropy: in bits, log2(3)", "answer_masked_entropy",
+            edits=((MASKED, "math.log2(3)"),), loses=("test_masked_entropy",)),
+    Variant("masked entropy: without the minus sign, -ln 3", "answer_masked_entropy",
+            edits=((MASKED, "-math.log(3)"),), loses=("test_masked_entropy",)),
 ]
 
 CORRECT_VARIANTS = [
@@ -105,5 +131,18 @@ def soft_lookup(query, keys, values, temperature=1.0):
     Variant("attention_entropy with torch.special.entr", "attention_entropy", source='''
 def attention_entropy(weights, dim=-1):
     return torch.special.entr(weights).sum(dim=dim)
+'''),    # Graded questions: the same answer written differently.
+    Variant("worked softmax as fractions", "answer_softmax_worked", edits=((WORKED, "[1 / 8, 2 / 8, 5 / 8]"),)),
+    Variant("worked softmax as a tensor, computed", "answer_softmax_worked", source='''
+def answer_softmax_worked():
+    return torch.softmax(torch.log(torch.tensor([1.0, 2.0, 5.0])), dim=-1)
 '''),
+    Variant("worked softmax written with trailing zeros", "answer_softmax_worked",
+            edits=((WORKED, "[0.1250, 0.250, 0.6250]"),)),
+    Variant("cold lookup with a tie: the letter in upper case, with spaces", "answer_cold_lookup_tie", edits=((TIE, 'return " B "'),)),
+    Variant("masked entropy as a sum over the three weights", "answer_masked_entropy",
+            edits=((MASKED, "-sum(p * math.log(p) for p in [1 / 3] * 3)"),)),
+    Variant("masked entropy to 4 decimals", "answer_masked_entropy", edits=((MASKED, "1.0986"),)),
+    Variant("masked entropy with torch, as a 0-d tensor", "answer_masked_entropy",
+            edits=((MASKED, "torch.special.entr(torch.full((3,), 1 / 3, dtype=torch.float64)).sum()"),)),
 ]
