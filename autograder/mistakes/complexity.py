@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .variant import Variant
+from .variant import Variant, answered
 
 CHUNKED = "chunked_attention"
 CHUNK_LOOP = "for start in range(0, T_q, chunk_size):"
@@ -66,10 +66,7 @@ def chunked_attention(Q, K, V, chunk_size, attn_mask=None, is_causal=False, scal
             edits=(("return entries * 2 ", "return entries * 16 "),), loses=("test_score_bytes_answer",)),
     Variant("the score bytes forget the heads", SCORE_BYTES,
             edits=(("entries = 2 * 16 * 4096 * 4096", "entries = 2 * 4096 * 4096"),), loses=("test_score_bytes_answer",)),
-    Variant("the score bytes as 1 GiB written in decimal gigabytes", SCORE_BYTES, source='''
-def answer_score_bytes():
-    return 1_000_000_000          # "1 GiB" read as 10**9 bytes
-''', loses=("test_score_bytes_answer",)),
+    answered("the score bytes as 1 GiB written in decimal gigabytes", SCORE_BYTES, "1_000_000_000", loses=("test_score_bytes_answer",)),  # "1 GiB" read as 10**9 bytes
     Variant("the score bytes in float32, not bfloat16", SCORE_BYTES,
             edits=(("return entries * 2 ", "return entries * 4 "),), loses=("test_score_bytes_answer",)),
     Variant("the intensity forgets the factor 2 of a multiply-add", INTENSITY,
@@ -78,16 +75,8 @@ def answer_score_bytes():
             edits=(("T, d, b = 1024, 128, 2", "T, d, b = 1024, 128, 16"),), loses=("test_score_matmul_intensity_answer",)),
     Variant("the intensity forgets to count writing S", INTENSITY,
             edits=(("(T * d + T * d + T * T) * b", "(T * d + T * d) * b"),), loses=("test_score_matmul_intensity_answer",)),
-    Variant("the tiled kernel called compute-bound (the cap read as above the ridge)", BOUND,
-            source='''
-def answer_tiled_kernel_bound():
-    return "a"
-''', loses=("test_tiled_kernel_bound_answer",)),
-    Variant("the tiled kernel's intensity thought to grow with T", BOUND,
-            source='''
-def answer_tiled_kernel_bound():
-    return "c"
-''', loses=("test_tiled_kernel_bound_answer",)),
+    answered("the tiled kernel called compute-bound (the cap read as above the ridge)", BOUND, '"a"', loses=("test_tiled_kernel_bound_answer",)),
+    answered("the tiled kernel's intensity thought to grow with T", BOUND, '"c"', loses=("test_tiled_kernel_bound_answer",)),
 ]
 
 CORRECT_VARIANTS = [
@@ -136,21 +125,12 @@ def fit_scaling_exponent(sizes, costs):
     lx, ly = lx - lx.mean(), ly - ly.mean()
     return ((lx * ly).sum() / (lx * lx).sum()).item()
 '''),
-    Variant("the exercise as floats in scientific notation", EXERCISE, source='''
-def answer_exercise_flops():
-    return [1.024e9, 2.048e9]
-'''),
-    Variant("the score bytes as a power of two", SCORE_BYTES, source='''
-def answer_score_bytes():
-    return 2**30          # 2 * 16 * 4096**2 entries = 2**29, 2 bytes each
-'''),
+    answered("the exercise as floats in scientific notation", EXERCISE, "[1.024e9, 2.048e9]"),
+    answered("the score bytes as a power of two", SCORE_BYTES, "2**30"),  # 2 * 16 * 4096**2 entries = 2**29, 2 bytes each
     Variant("the intensity as a rounded float, and in closed form", INTENSITY, source='''
 def answer_score_matmul_intensity():
     T, d, b = 1024, 128, 2
     return round(2 * T * d / (b * (T + 2 * d)), 1)
 '''),
-    Variant("the bound as an upper-case letter with spaces", BOUND, source='''
-def answer_tiled_kernel_bound():
-    return " B "
-'''),
+    answered("the bound as an upper-case letter with spaces", BOUND, '" B "'),
 ]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .variant import Variant
+from .variant import Variant, answered
 
 PAIRS = "projected_q.unsqueeze(-2) + projected_k.unsqueeze(-3)"
 WEIGHTS = "weights = torch.softmax(dot_product_scores(Q, K), dim=-1)"
@@ -46,32 +46,20 @@ MISTAKES = [
     Variant("sleeps output with the scores normalised by their sum (no exp)", SLEEPS,
             edits=((SLEEPS_SOFTMAX, "weights = torch.tensor([0.5, 2.83, 1.0], dtype=torch.float64) / 4.33"),),
             loses=("test_answer_sleeps_output",)),
-    Variant("sleeps output as hard attention (the value of cat)", SLEEPS, source='''
-def answer_sleeps_output():
-    return [0.5, 0.6]
-''', loses=("test_answer_sleeps_output",)),
-    Variant("sleeps: the weights given instead of the output (3 numbers)", SLEEPS, source='''
-def answer_sleeps_output():
-    return [0.0774, 0.7951, 0.1275]
-''', loses=("test_answer_sleeps_output",)),
+    answered("sleeps output as hard attention (the value of cat)", SLEEPS, "[0.5, 0.6]", loses=("test_answer_sleeps_output",)),
+    answered("sleeps: the weights given instead of the output (3 numbers)", SLEEPS, "[0.0774, 0.7951, 0.1275]", loses=("test_answer_sleeps_output",)),
     Variant("additive without tanh: believed to change nothing", NO_TANH,
             edits=(('return "b"', 'return "a"'),), loses=("test_answer_additive_without_tanh",)),
     Variant("additive without tanh: believed to make the scores symmetric", NO_TANH,
             edits=(('return "b"', 'return "d"'),), loses=("test_answer_additive_without_tanh",)),
-    Variant("mat weights as the source prints them", MAT, source='''
-def answer_mat_weights():
-    return [0.18, 0.18, 0.64]
-''', loses=("test_answer_mat_weights",)),
+    answered("mat weights as the source prints them", MAT, "[0.18, 0.18, 0.64]", loses=("test_answer_mat_weights",)),
     Variant("mat weights with a 1/sqrt(2) scale (this notebook is unscaled)", MAT, source='''
 def answer_mat_weights():
     import math
     e = math.exp(1 / math.sqrt(2))
     return [e / (2 * e + e**2), e / (2 * e + e**2), e**2 / (2 * e + e**2)]
 ''', loses=("test_answer_mat_weights",)),
-    Variant("mat weights as the scores divided by their sum (no exp)", MAT, source='''
-def answer_mat_weights():
-    return [0.25, 0.25, 0.5]
-''', loses=("test_answer_mat_weights",)),
+    answered("mat weights as the scores divided by their sum (no exp)", MAT, "[0.25, 0.25, 0.5]", loses=("test_answer_mat_weights",)),
     Variant("mat weights normalised over the queries (the column of each key)", MAT, source='''
 def answer_mat_weights():
     import math
@@ -111,10 +99,7 @@ def dot_product_attention(Q, K, V):
     weights = exponentials / exponentials.sum(dim=-1, keepdim=True)
     return torch.einsum("...qk,...kv->...qv", weights, V), weights
 '''),
-    Variant("bandwidth limit as an upper-case letter with spaces", BANDWIDTH, source='''
-def answer_bandwidth_limit():
-    return " B "
-'''),
+    answered("bandwidth limit as an upper-case letter with spaces", BANDWIDTH, '" B "'),
     Variant("sleeps output computed step by step with math.exp, rounded to 3 decimals", SLEEPS, source='''
 def answer_sleeps_output():
     import math
@@ -128,17 +113,11 @@ def answer_sleeps_output():
     weights = torch.softmax(torch.tensor([0.5, 4 / 2 ** 0.5, 1.0]), dim=0)
     return weights @ torch.tensor([[0.1, 0.2], [0.5, 0.6], [0.3, 0.4]])
 '''),
-    Variant("additive without tanh as an upper-case letter", NO_TANH, source='''
-def answer_additive_without_tanh():
-    return "B"
-'''),
+    answered("additive without tanh as an upper-case letter", NO_TANH, '"B"'),
     Variant("mat weights from torch.softmax, as a tensor", MAT, source='''
 def answer_mat_weights():
     X = torch.tensor([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])
     return torch.softmax(X @ X.T, dim=-1)[2]
 '''),
-    Variant("mat weights rounded to 4 decimals", MAT, source='''
-def answer_mat_weights():
-    return [0.2119, 0.2119, 0.5761]
-'''),
+    answered("mat weights rounded to 4 decimals", MAT, "[0.2119, 0.2119, 0.5761]"),
 ]

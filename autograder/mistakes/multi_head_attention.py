@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .variant import Variant
+from .variant import Variant, answered
 
 MHA = "MultiHeadAttention"
 PROJECTIONS = """        w_q, w_k, w_v = self.in_proj_weight.chunk(3)
@@ -59,16 +59,10 @@ MISTAKES = [
             edits=(("return H * T * T * 4 ", "return T * T * 4 "),), loses=("test_multihead_score_bytes_answer",)),
     Variant("the score memory counted in entries, not bytes", SCORE_BYTES,
             edits=(("return H * T * T * 4 ", "return H * T * T "),), loses=("test_multihead_score_bytes_answer",)),
-    Variant("the score matrix taken as [T, d] per head instead of [T, T]", SCORE_BYTES, source='''
-def answer_multihead_score_bytes():
-    return 8 * 1024 * 64 * 4          # T x (D / H) per head
-''', loses=("test_multihead_score_bytes_answer",)),
+    answered("the score matrix taken as [T, d] per head instead of [T, T]", SCORE_BYTES, "8 * 1024 * 64 * 4", loses=("test_multihead_score_bytes_answer",)),  # T x (D / H) per head
     Variant("the look-back distance taken as the period", LOOKBACK,
             edits=(("return P - 1 ", "return P "),), loses=("test_lookback_distance_answer",)),
-    Variant("the look-back distance copied from the plot (period 4)", LOOKBACK, source='''
-def answer_lookback_distance():
-    return 3
-''', loses=("test_lookback_distance_answer",)),
+    answered("the look-back distance copied from the plot (period 4)", LOOKBACK, "3", loses=("test_lookback_distance_answer",)),
     Variant("the KV cache without the factor 2 for keys and values", KV_BYTES,
             edits=(("return 2 * layers * H_kv * d * T * bytes_per ", "return layers * H_kv * d * T * bytes_per "),),
             loses=("test_kv_cache_bytes_answer",)),
@@ -78,10 +72,7 @@ def answer_lookback_distance():
     Variant("the KV cache counted in numbers, not bytes", KV_BYTES,
             edits=(("return 2 * layers * H_kv * d * T * bytes_per ", "return 2 * layers * H_kv * d * T "),),
             loses=("test_kv_cache_bytes_answer",)),
-    Variant("the KV cache in GiB instead of bytes", KV_BYTES, source='''
-def answer_kv_cache_bytes():
-    return 2          # GiB
-''', loses=("test_kv_cache_bytes_answer",)),
+    answered("the KV cache in GiB instead of bytes", KV_BYTES, "2", loses=("test_kv_cache_bytes_answer",)),  # GiB
     Variant("the GQA cache counted with the query heads (H_q instead of H_kv)", GQA_CACHE,
             edits=(("layers, H_kv, d, T, bytes_per = 80, 8, 128,", "layers, H_kv, d, T, bytes_per = 80, 64, 128,"),),
             loses=("test_gqa_cache_answer",)),
@@ -91,10 +82,7 @@ def answer_kv_cache_bytes():
     Variant("the GQA cache of one layer only", GQA_CACHE,
             edits=(("return 2 * layers * H_kv * d * T * bytes_per ", "return 2 * H_kv * d * T * bytes_per "),),
             loses=("test_gqa_cache_answer",)),
-    Variant("the GQA cache in GiB instead of bytes", GQA_CACHE, source='''
-def answer_gqa_cache_bytes():
-    return 1.25          # GiB
-''', loses=("test_gqa_cache_answer",)),
+    answered("the GQA cache in GiB instead of bytes", GQA_CACHE, "1.25", loses=("test_gqa_cache_answer",)),  # GiB
 ]
 
 CORRECT_VARIANTS = [
@@ -114,22 +102,10 @@ def grouped_query_attention(Q, K, V, attn_mask=None, is_causal=False, scale=None
     if attn_mask is not None:
         scores = scores.masked_fill(~attn_mask, float("-inf")) if attn_mask.dtype == torch.bool else scores + attn_mask
     return torch.einsum("bkgts,bksd->bkgtd", torch.softmax(scores, dim=-1), V).reshape(B, H_q, T, d)
-'''),    Variant("the score memory as a power of two", SCORE_BYTES, source='''
-def answer_multihead_score_bytes():
-    return 32 * 2**20          # 32 MiB
-'''),
-    Variant("the look-back distance as a float", LOOKBACK, source='''
-def answer_lookback_distance():
-    return 5.0
-'''),
-    Variant("the KV cache as 2 GiB written out in bytes", KV_BYTES, source='''
-def answer_kv_cache_bytes():
-    return 2 * 1024**3
-'''),
-    Variant("the GQA cache rounded to three digits", GQA_CACHE, source='''
-def answer_gqa_cache_bytes():
-    return 1.34e9          # 1.25 GiB, rounded; within 1%
-'''),
+'''),    answered("the score memory as a power of two", SCORE_BYTES, "32 * 2**20"),  # 32 MiB
+    answered("the look-back distance as a float", LOOKBACK, "5.0"),
+    answered("the KV cache as 2 GiB written out in bytes", KV_BYTES, "2 * 1024**3"),
+    answered("the GQA cache rounded to three digits", GQA_CACHE, "1.34e9"),  # 1.25 GiB, rounded; within 1%
     Variant("the GQA cache as MHA's divided by the group size", GQA_CACHE, source='''
 def answer_gqa_cache_bytes():
     mha = 2 * 80 * 64 * 128 * 4096 * 2

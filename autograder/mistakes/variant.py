@@ -28,3 +28,8 @@ class Variant:
                 raise ValueError(f"variant {self.name!r}: {old!r} is not in the solution of {self.cell!r}; update the edit")
             text = text.replace(old, new)
         return text
+
+
+def answered(name: str, question: str, answer: str, *, loses: tuple[str, ...] = ()) -> Variant:
+    """A graded question answered with ``answer`` (Python source): ``answered("bits", "answer_x", "8 * 2**30")``."""
+    return Variant(name, question, source=f"\ndef {question}():\n    return {answer}\n", loses=loses)
