@@ -561,5 +561,5 @@ def check_answer(
         right = bool(torch.all((torch.as_tensor(answer, dtype=torch.float64) - want).abs() <= atol + rtol * want.abs()))
     if not right:
         shown = describe(answer.tolist() if isinstance(answer, torch.Tensor) else answer)
-        _fail(label, f"{shown} is not the answer" + (f" (numbers are accepted within {rtol:.0%})" if rtol else ""), inputs=None, hint=hint)
+        _fail(label, f"{shown} is not the answer" + (f" (numbers are accepted within {rtol * 100:g}%)" if rtol else ""), inputs=None, hint=hint)
     return True

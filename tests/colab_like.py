@@ -11,7 +11,6 @@ import os
 import shutil
 import subprocess
 import sys
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -49,16 +48,14 @@ class ColabRuntime:
         env = {k: v for k, v in os.environ.items() if k not in ("NBGRADER_EXECUTION", "VIRTUAL_ENV", "PYTHONPATH")}
         env[SOURCE_ENV_VAR] = self.package_source.as_uri()
         env["PATH"] = f"{self.root / 'bin'}{os.pathsep}{env.get('PATH', '')}"
-        started = time.monotonic()
         notebook = run_notebook(notebook_path, kernel_manager=KernelManager(kernel_name=KERNEL_NAME, kernel_spec_manager=specs),
                                 env=env, allow_errors=allow_errors, timeout=timeout)
-        return NotebookRun(notebook, time.monotonic() - started)
+        return NotebookRun(notebook)
 
 
 @dataclass
 class NotebookRun:
     notebook: NotebookNode
-    seconds: float
 
     def outputs(self, kind: str) -> list[dict]:
         return [o for c in self.notebook.cells if c.cell_type == "code" for o in c.outputs if o.output_type == kind]
@@ -69,17 +66,6 @@ class NotebookRun:
 
     def text(self) -> str:
         return "".join(o.get("text", "") for o in self.outputs("stream"))
-
-    def cell_seconds(self, cell_id: str) -> float:
-        from datetime import datetime
-
-        cell = next(c for c in self.notebook.cells if c.get("id") == cell_id)
-        timing = cell.metadata.get("execution", {})
-        start, end = timing.get("iopub.execute_input"), timing.get("shell.execute_reply")
-        if not (start and end):
-            return 0.0
-        parse = lambda s: datetime.fromisoformat(s.replace("Z", "+00:00"))  # noqa: E731
-        return (parse(end) - parse(start)).total_seconds()
 
 
 def make_runtime(root: Path) -> ColabRuntime:

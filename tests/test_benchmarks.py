@@ -66,3 +66,16 @@ def test_grading_benchmark_runs_in_quick_mode(tmp_path: Path) -> None:
     assert figures["machine"]["device"] == "cpu" and result["submissions"] == 4
     assert result["seconds_jobs_1"] > 0 and result["seconds_jobs_2"] > 0
     assert result["ratio"] == pytest.approx(result["seconds_jobs_2"] / result["seconds_jobs_1"], abs=2e-3)
+
+
+@pytest.mark.slow
+def test_notebook_benchmark_runs_in_quick_mode(tmp_path: Path) -> None:
+    # It records the seconds against the 60 s budget; only a failing cell makes it exit non-zero.
+    out = tmp_path / "notebooks.json"
+    run = subprocess.run([sys.executable, str(REPO_ROOT / "benchmarks" / "notebooks.py"), "--quick", "--json", str(out)],
+                         capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
+    figures = json.loads(out.read_text())
+    assert figures["budget_s"] == 60 and figures["machine"]["cpus"]
+    [row] = figures["rows"]
+    assert row["mode"] == "grading" and row["seconds"] > 0 and row["errors"] == []

@@ -362,3 +362,13 @@ def test_a_numbers_question_records_against_a_withheld_solution(tmp_path) -> Non
     with recording.replaying(events):
         recording.begin_cell("test_q")
         assert check_answer(recording.Placeholder("answer_weights"), [0.125, 0.25, 0.625], kind="numbers", atol=1e-3, hint="h")
+
+
+def test_single_thread_restores_the_thread_count_even_when_the_block_fails() -> None:
+    from course_utils import single_thread
+
+    before = torch.get_num_threads()
+    with pytest.raises(ZeroDivisionError), single_thread():
+        assert torch.get_num_threads() == 1
+        1 / 0
+    assert torch.get_num_threads() == before

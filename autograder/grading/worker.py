@@ -254,7 +254,9 @@ def _graded_outcome(spec: AssignmentSpec, scores: dict[str, float], notes: list[
 
 
 # What a failing cell's error says about why, for the status.
-NOT_WRITTEN = re.compile(r"\s*([A-Za-z_]\w*)\b[^\n]*?: not written yet")  # course_utils.recording.NotWritten's message
+# course_utils.recording.NotWritten's message, "<label>: not written yet"; a student's own error that
+# quotes those words ("f(x): raised E: ...: not written yet") names no stub.
+NOT_WRITTEN = re.compile(r"\s*([A-Za-z_]\w*)\b(?:(?!: raised )[^\n])*: not written yet")
 OUT_OF_MEMORY = re.compile(r"MemoryError|can't allocate memory|not enough memory|std::bad_alloc")
 
 
