@@ -42,6 +42,7 @@ __all__ = [
     "ANSWER_KINDS",
     "check_answer_format",
     "check_answer",
+    "check_builds_for_gpu",
 ]
 
 
@@ -562,4 +563,47 @@ def check_answer(
     if not right:
         shown = describe(answer.tolist() if isinstance(answer, torch.Tensor) else answer)
         _fail(label, f"{shown} is not the answer" + (f" (numbers are accepted within {rtol * 100:g}%)" if rtol else ""), inputs=None, hint=hint)
+    return True
+
+
+def check_builds_for_gpu(
+    launcher: Callable[..., Any],
+    *args: Any,
+    arch: str = "sm_90",
+    label: str | None = None,
+    hint: str = "",
+    **kwargs: Any,
+) -> bool:
+    """Every kernel ``launcher(*args, **kwargs)`` starts compiles for a real GPU (``sm_90``: an H100).
+
+    Nothing runs: the launches are captured and compiled ahead of time (``course_utils.kernels``).
+    The interpreter that grades the kernels accepts code no GPU compiler does (``break``,
+    ``continue``, ``raise``, a Python call), so this is the only check that sees it.
+    """
+    from .kernels import ARCHES, STUB_LINE, launcher_builds
+
+    label = label or _format_call(launcher, args, kwargs)
+    gpu = {"sm_80": "an A100", "sm_90": "an H100"}.get(arch, arch)
+
+    def compile_instead(student: Callable[..., Any]) -> Callable[..., Any]:
+        return lambda *a, **k: launcher_builds(student, *a, arch=arch, **k)
+
+    outcome = _run_student(launcher, args, kwargs, label, through=(f"gpu_build:{arch}", compile_instead))
+    if outcome.kind == "raised":
+        _fail(label, f"raised {outcome.error_type} before any kernel was compiled: {outcome.message}", inputs=None, hint=hint)
+    if _recording():
+        return True
+    builds = outcome.value
+    if arch not in ARCHES or not isinstance(builds, list) or not builds:
+        _fail(label, "started no kernel through course_utils.kernels.launch", inputs=None,
+              hint=hint or "keep the given launcher: it starts your kernel with launch(kernel, grid, ...)")
+    for build in builds:
+        if not isinstance(build, dict) or build.get("compiled") is True:
+            continue
+        error = str(build.get("error", ""))
+        if STUB_LINE in error:
+            raise NotWritten(f"{label}: not written yet (the kernel {build.get('kernel')} still raises NotImplementedError).")
+        _fail(label, f"runs in the interpreter, but {build.get('kernel')} does not compile for {arch} ({gpu}):\n    {error}",
+              inputs=None, hint=hint or "GPU kernels have no break, continue, raise or return inside loops, and call only "
+              "tl.* functions and other @triton.jit functions; write loop exits as masks or loop bounds")
     return True

@@ -75,3 +75,36 @@ def heatmap(
     if title:
         ax.set_title(title)
     return ax
+
+
+def program_map(
+    owner: torch.Tensor,
+    *,
+    ax: Axes | None = None,
+    title: str | None = None,
+    label: str = "program",
+    annotate: bool = True,
+) -> Axes:
+    """Which program instance touches each element of a tensor: one colour per program id.
+
+    ``owner`` holds a program id per element (1-D or 2-D); ``-1`` marks a lane that exists in a
+    block but lies past the tensor's edge, so its load and store must be masked (drawn hatched).
+    """
+    grid = owner.detach().cpu().long()
+    grid = grid[None, :] if grid.dim() == 1 else grid
+    ax = _new_axes(ax, figsize=(min(10.0, 1.5 + 0.22 * grid.shape[1]), min(5.0, 0.9 + 0.3 * grid.shape[0])))
+    programs = int(grid.max().item()) + 1
+    shown = grid.double().masked_fill(grid < 0, float("nan"))
+    ax.imshow(shown, cmap=plt.get_cmap("tab20", max(programs, 1)), vmin=-0.5, vmax=max(programs, 1) - 0.5, aspect="auto")
+    for row, col in (grid < 0).nonzero().tolist():  # lanes past the edge: what the mask switches off
+        ax.add_patch(plt.Rectangle((col - 0.5, row - 0.5), 1, 1, fill=False, hatch="///", edgecolor="gray", lw=0))
+    if annotate and grid.numel() <= 160:
+        for (row, col), value in zip(torch.cartesian_prod(torch.arange(grid.shape[0]), torch.arange(grid.shape[1])).tolist(),
+                                     grid.flatten().tolist()):
+            if value >= 0:
+                ax.text(col, row, str(value), ha="center", va="center", fontsize=7, color="white")
+    ax.set_xticks([])
+    ax.set_yticks([] if grid.shape[0] == 1 else range(grid.shape[0]))
+    ax.grid(False)
+    ax.set_title(title or f"the {label} that touches each element (hatched: masked lanes)")
+    return ax

@@ -39,8 +39,17 @@ def qkv(B, H, T_q, T_k, d, *, dtype=torch.float32, device="cpu", seed=0):
 @pytest.mark.parametrize("T_q, T_k, d, causal", [(16, 16, 16, False), (21, 37, 12, False), (37, 21, 16, True), (33, 33, 8, True)])
 def test_triton_kernel_in_the_interpreter_matches_sdpa(solution, T_q, T_k, d, causal):
     Q, K, V = qkv(1, 2, T_q, T_k, d)
-    torch.testing.assert_close(solution.flash_attention_triton(Q, K, V, is_causal=causal),
-                               F.scaled_dot_product_attention(Q, K, V, is_causal=causal), rtol=1e-5, atol=1e-5)
+    O, L = solution.flash_attention_triton(Q, K, V, is_causal=causal)
+    torch.testing.assert_close(O, F.scaled_dot_product_attention(Q, K, V, is_causal=causal), rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(L, logsumexp_of_scores(Q, K, causal).float(), rtol=1e-5, atol=1e-5)
+
+
+def logsumexp_of_scores(Q, K, causal):
+    """The natural-log logsumexp of each row of scaled scores, the plain way in float64 (top-left causal)."""
+    scores = Q.double() @ K.double().transpose(-2, -1) / Q.shape[-1] ** 0.5
+    if causal:
+        scores = scores.masked_fill(torch.ones(scores.shape[-2:], dtype=torch.bool, device=Q.device).triu(1), float("-inf"))
+    return torch.logsumexp(scores, dim=-1)
 
 
 @pytest.mark.parametrize("block_q, block_k", [(1, 1), (5, 7), (64, 64)])
@@ -61,13 +70,105 @@ def test_tiled_flash_forward_matches_sdpa_and_logsumexp(solution, block_q, block
 @pytest.mark.parametrize("causal", [False, True])
 def test_triton_kernel_natively_on_the_gpu(solution, dtype, tol, causal):
     Q, K, V = qkv(2, 4, 300, 300, 64, dtype=dtype, device="cuda")
-    out = solution.flash_attention_triton(Q, K, V, is_causal=causal)
-    assert out.dtype == dtype
+    out, L = solution.flash_attention_triton(Q, K, V, is_causal=causal)
+    assert out.dtype == dtype and L.dtype == torch.float32
     torch.testing.assert_close(out.float(), F.scaled_dot_product_attention(Q, K, V, is_causal=causal).float(), rtol=tol, atol=tol)
+    torch.testing.assert_close(L, logsumexp_of_scores(Q, K, causal).float(), rtol=tol, atol=tol)
 
 
 @needs_gpu
 def test_triton_kernel_on_the_gpu_with_ragged_shapes(solution):
     Q, K, V = qkv(1, 3, 77, 129, 48, dtype=torch.float16, device="cuda")
-    torch.testing.assert_close(solution.flash_attention_triton(Q, K, V).float(),
+    torch.testing.assert_close(solution.flash_attention_triton(Q, K, V)[0].float(),
                                F.scaled_dot_product_attention(Q, K, V).float(), rtol=2e-3, atol=2e-3)
+
+
+# --- checked for real GPUs on a CPU: ahead-of-time compiles (course_utils.kernels) ---------------------
+
+def solution_launches(solution):
+    """Each solution launcher with GPU-sized float16 inputs, as (name, launcher, args, kwargs)."""
+    half = lambda *shape: torch.randn(*shape, generator=torch.Generator().manual_seed(0)).half()  # noqa: E731
+    Q = half(2, 4, 256, 64)
+    return [("vector_add", solution.vector_add, (half(4096), half(4096)), {}),
+            ("row_sums", solution.row_sums, (half(64, 1000),), {}),
+            ("softmax_rows", solution.softmax_rows, (half(64, 1000),), {}),
+            ("matmul", solution.matmul, (half(256, 256), half(256, 256)), {"block": 64}),
+            ("online_softmax_rows", solution.online_softmax_rows, (half(64, 4000),), {"block": 256}),
+            ("flash_attention_triton", solution.flash_attention_triton, (Q, Q, Q), {"is_causal": True})]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
+def test_solution_kernels_compile_for_gpus_without_spills(solution, arch):
+    from course_utils.kernels import build_jobs, capturing_launches, run_builds
+
+    with capturing_launches() as launches:
+        for _, launcher, args, kwargs in solution_launches(solution):
+            launcher(*args, **kwargs)
+    builds = run_builds([job for one in launches for job in build_jobs(one.kernel, one.args, one.kwargs, arch)])
+    assert len(builds) == 6
+    for build in builds:
+        assert build.compiled, build.summary
+        assert build.spilled_bytes == 0, build.summary
+        assert build.registers is not None and 0 < build.registers <= 255, build.summary
+    matmul = next(b for b in builds if b.kernel == "matmul_kernel")
+    assert matmul.mma == ("wgmma" if arch == "sm_90" else "mma"), matmul.summary  # tensor cores, not FMA loops
+
+
+def test_a_kernel_the_interpreter_runs_but_no_gpu_compiles_is_caught():
+    from course_utils.checks import check_builds_for_gpu
+    from course_utils.kernels import launch, tl, triton
+
+    @triton.jit
+    def first_blocks(X, n, BLOCK: tl.constexpr):
+        for start in range(0, 1 << 20, BLOCK):
+            if start >= n:
+                break  # the interpreter accepts this; Triton's GPU compiler does not
+            tl.store(X + start + tl.arange(0, BLOCK), 1.0)
+
+    def fill(x):
+        launch(first_blocks, (1,), x, x.numel(), BLOCK=16)
+        return x
+
+    assert fill(torch.zeros(64)).sum().item() == 64  # correct in the interpreter
+    with pytest.raises(AssertionError, match="does not compile for sm_90"):
+        check_builds_for_gpu(fill, torch.zeros(64))
+
+
+def test_an_unwritten_kernel_is_not_written_yet_on_both_paths():
+    from course_utils.checks import call, check_builds_for_gpu
+    from course_utils.kernels import KernelNotWritten, launch, tl, triton
+    from course_utils.recording import NotWritten
+
+    @triton.jit
+    def stub_kernel(X, n, BLOCK: tl.constexpr):
+        offsets = tl.arange(0, BLOCK)  # noqa: F841 - the given first line, then nbgrader's stub
+        raise NotImplementedError()
+
+    def stub(x):
+        launch(stub_kernel, (1,), x, x.numel(), BLOCK=16)
+        return x
+
+    with pytest.raises(KernelNotWritten, match="stub_kernel is not written yet"):
+        stub(torch.zeros(16))  # the interpreter's path
+    with pytest.raises(NotWritten, match="not written yet"):
+        call(stub, torch.zeros(16))
+    with pytest.raises(NotWritten, match="not written yet"):
+        check_builds_for_gpu(stub, torch.zeros(16))  # the GPU compiler's path
+
+
+def test_without_triton_kernels_are_defined_and_launching_says_what_to_install():
+    from course_utils.kernels import MissingKernel, MissingTriton, launch
+
+    triton_, tl_ = MissingTriton("triton"), MissingTriton("triton.language")
+
+    @triton_.autotune(configs=[triton_.Config({"BLOCK": 16})], key=["n"])
+    @triton_.jit
+    def kernel(X, n, BLOCK: tl_.constexpr):
+        pass
+
+    assert isinstance(kernel, MissingKernel)
+    with pytest.raises(ImportError, match="pip install triton"):
+        launch(kernel, (1,), torch.zeros(4), 4, BLOCK=16)
+    with pytest.raises(ImportError, match="pip install triton"):
+        triton_.cdiv(10, 4)

@@ -9,6 +9,7 @@ FLASH = "flash_attention_forward"
 TRITON = "flash_attention_triton"
 FLASH_OUTPUTS = ("test_flash_attention_forward", "test_flash_attention_forward_causal")
 TRITON_OUTPUTS = ("test_flash_attention_triton", "test_flash_attention_triton_causal")
+ADD, ROWS, SOFTMAX_ROWS, MATMUL, ONLINE_ROWS = "vector_add", "row_sums", "softmax_rows", "matmul", "online_softmax_rows"
 
 MISTAKES = [
     Variant("online_softmax never rescales the running sum when the max grows", SOFTMAX,
@@ -58,6 +59,32 @@ def online_softmax(x, block_size):
             edits=(("allowed = keys[None, :] < T_k", "allowed = keys[None, :] >= 0"),), loses=TRITON_OUTPUTS),
     Variant("the Triton kernel uses exp on scores scaled for exp2", TRITON,
             edits=(("tl.exp2(", "tl.exp("),), loses=TRITON_OUTPUTS),
+    Variant("the Triton kernel stores L in base 2 (forgets the factor ln 2)", TRITON,
+            edits=(("lse = (m_i + tl.log2(l_i)) * 0.6931471805599453", "lse = m_i + tl.log2(l_i)"),), loses=TRITON_OUTPUTS),
+    Variant("the Triton kernel leaves its key loop with break (runs in the interpreter, no GPU compiles it)", TRITON,
+            edits=(("    for k_start in range(0, k_end, BLOCK_N):\n", "    for k_start in range(0, T_k, BLOCK_N):\n        if k_start >= k_end:\n            break\n"),),
+            loses=TRITON_OUTPUTS),
+    # The warm-up kernels.
+    Variant("vector_add stores without a mask (writes past the end of the output)", ADD,
+            edits=(("tl.store(Z + offsets, x + y, mask=inside)", "tl.store(Z + offsets, x + y)"),), loses=("test_vector_add",)),
+    Variant("row_sums assumes a contiguous matrix (i * N + j instead of the strides)", ROWS,
+            edits=(("X + row * stride_row + cols * stride_col", "X + row * n_cols + cols"),), loses=("test_row_sums",)),
+    Variant("softmax_rows loads the padding lanes as 0 instead of -inf", SOFTMAX_ROWS,
+            edits=(('other=float("-inf")', "other=0.0"),), loses=("test_softmax_rows",)),
+    Variant("softmax_rows without subtracting the row's max (exp overflows)", SOFTMAX_ROWS,
+            edits=(("e = tl.exp(x - tl.max(x, axis=0))", "e = tl.exp(x)"),), loses=("test_softmax_rows",)),
+    Variant("matmul accumulates in float16", MATMUL,
+            edits=(("acc = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)", "acc = tl.zeros([BLOCK_M, BLOCK_N], dtype=C.dtype.element_ty)"),
+                   ("acc += tl.dot(a, b)", "acc += tl.dot(a, b).to(C.dtype.element_ty)")), loses=("test_matmul",)),
+    Variant("matmul does not mask the ragged last step along K", MATMUL,
+            edits=(("mask=(rows[:, None] < M) & (ks[None, :] < K), other=0.0", "mask=rows[:, None] < M, other=0.0"),
+                   ("mask=(ks[:, None] < K) & (cols[None, :] < N), other=0.0", "mask=cols[None, :] < N, other=0.0")), loses=("test_matmul",)),
+    Variant("matmul leaves its K loop with break (runs in the interpreter, no GPU compiles it)", MATMUL,
+            edits=(("    for k in range(0, K, BLOCK_K):\n", "    for k in range(0, 1 << 30, BLOCK_K):\n        if k >= K:\n            break\n"),),
+            loses=("test_matmul",)),
+    Variant("online_softmax_rows never rescales the running sum", ONLINE_ROWS,
+            edits=(("l = l * tl.exp(m - m_new) + tl.sum(tl.exp(x - m_new), axis=0)", "l = l + tl.sum(tl.exp(x - m_new), axis=0)"),),
+            loses=("test_online_softmax_rows",)),
 ]
 
 CORRECT_VARIANTS = [
@@ -111,5 +138,24 @@ def flash_attention_forward(Q, K, V, is_causal=False, scale=None, block_q=64, bl
 '''),
     Variant("the Triton kernel with natural-base exp", TRITON,
             edits=(("s = tl.dot(q, k) * scale_log2e", "s = tl.dot(q, k) * (scale_log2e * 0.6931471805599453)"),
-                   ("tl.exp2(", "tl.exp(")), ),
+                   ("tl.exp2(", "tl.exp("),
+                   ("lse = (m_i + tl.log2(l_i)) * 0.6931471805599453", "lse = m_i + tl.log(l_i)")), ),
+    # The warm-up kernels, written differently.
+    Variant("row_sums looping over column blocks (one step when BLOCK >= N)", ROWS,
+            edits=(("""    values = tl.load(X + row * stride_row + cols * stride_col, mask=cols < n_cols, other=0.0)
+    tl.store(OUT + row, tl.sum(values.to(tl.float32), axis=0))""", """    total = tl.zeros([BLOCK], dtype=tl.float32)
+    for start in range(0, n_cols, BLOCK):
+        c = start + cols
+        total += tl.load(X + row * stride_row + c * stride_col, mask=c < n_cols, other=0.0).to(tl.float32)
+    tl.store(OUT + row, tl.sum(total, axis=0))"""),)),
+    Variant("softmax_rows loading padding as 0 and masking it with tl.where", SOFTMAX_ROWS,
+            edits=(("x = tl.load(X + row * stride_x + cols, mask=inside, other=float(\"-inf\")).to(tl.float32)",
+                    "x = tl.where(inside, tl.load(X + row * stride_x + cols, mask=inside, other=0.0).to(tl.float32), float(\"-inf\"))"),)),
+    Variant("matmul accumulating through tl.dot's acc argument", MATMUL,
+            edits=(("acc += tl.dot(a, b)", "acc = tl.dot(a, b, acc)"),)),
+    Variant("online_softmax_rows in base 2 (exp2 with log2(e))", ONLINE_ROWS,
+            edits=((".to(tl.float32)\n        m_new", " .to(tl.float32) * 1.4426950408889634\n        m_new"),
+                   ("l = l * tl.exp(m - m_new) + tl.sum(tl.exp(x - m_new), axis=0)", "l = l * tl.exp2(m - m_new) + tl.sum(tl.exp2(x - m_new), axis=0)"),
+                   ("tl.store(OUT + row * stride_out + start + cols, tl.exp(x - m) / l, mask=inside)",
+                    "tl.store(OUT + row * stride_out + start + cols, tl.exp2(x * 1.4426950408889634 - m) / l, mask=inside)"))),
 ]

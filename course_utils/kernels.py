@@ -1,0 +1,352 @@
+"""Triton kernels in the course: launching them, and checking ahead of time that they would run on a GPU.
+
+Notebook 07's launchers call every kernel through ``launch(kernel, grid, *args, **kwargs)``. That one
+door does three things:
+
+* it runs the kernel, natively on a GPU or in Triton's interpreter on a CPU;
+* it turns an unwritten kernel (its body still ``raise NotImplementedError()``) into the course's
+  "not written yet" on both paths: the interpreter wraps the stub's error in an ``InterpreterError``,
+  and the GPU compiler refuses the ``raise`` statement itself;
+* inside ``capturing_launches()`` it records the launch instead of running it, so that a check can
+  compile exactly the kernels a launcher would start, with its argument types, for a GPU this
+  machine does not have.
+
+``build_for_gpu(kernel, args, kwargs, arch)`` compiles one kernel ahead of time (Triton ships ptxas)
+and returns a ``GpuBuild``: whether it compiled, its registers, spills, shared memory, and whether its
+matrix products are tensor-core instructions (``wgmma`` on sm_90, ``mma`` on sm_80). The interpreter
+accepts code no GPU compiler does (``break``, ``raise``, Python calls), so a kernel graded there is also
+built here.
+"""
+
+from __future__ import annotations
+
+import ast
+import contextlib
+import inspect
+import json
+import os
+import subprocess
+import sys
+import textwrap
+import types
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import torch
+
+ARCHES = {"sm_80": 80, "sm_90": 90}  # A100 and H100: the GPUs the course's kernels must build for
+DEFAULT_WARPS, DEFAULT_STAGES = 4, 3  # Triton's own defaults for a launch that names none
+
+# The first error of a kernel body that is still nbgrader's stub.
+STUB_LINE = "raise NotImplementedError"
+
+
+class KernelNotWritten(NotImplementedError):
+    """A kernel's body is still the stub: the course's checks report it as "not written yet"."""
+
+
+# --- importing Triton, or saying what to install -------------------------------------------------------
+
+INSTALL_TRITON = ("Triton is not installed here. It runs on Linux (and on Colab): `pip install triton`, or "
+                  "`pip install 'attention-course[kernels]'`. On macOS or Windows, open this notebook on Colab; "
+                  "the PyTorch sections above run without it.")
+
+
+class MissingTriton:
+    """Stands in for ``triton`` and ``triton.language`` where Triton cannot be installed.
+
+    Kernel definitions still run (their decorators and ``tl.constexpr`` annotations resolve to
+    stand-ins), so the PyTorch sections of a notebook work; launching a kernel, or calling any
+    other Triton function, raises ImportError with what to install.
+    """
+
+    DECORATORS = ("jit", "autotune", "heuristics", "Config")
+
+    def __init__(self, path: str = "triton") -> None:
+        self._path = path
+
+    def __getattr__(self, name: str) -> "MissingTriton":
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return MissingTriton(f"{self._path}.{name}")
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        leaf = self._path.rsplit(".", 1)[-1].removesuffix("()")
+        if leaf not in self.DECORATORS:
+            raise ImportError(f"{self._path}: {INSTALL_TRITON}")
+        if len(args) == 1 and not kwargs and isinstance(args[0], MissingKernel):
+            return args[0]  # @triton.autotune(...) around a kernel already stood in for
+        if len(args) == 1 and not kwargs and callable(args[0]):
+            return MissingKernel(args[0])  # @triton.jit
+        return MissingTriton(f"{self._path}()")  # triton.autotune(configs=...): a decorator to come
+
+
+class MissingKernel:
+    """A kernel defined where Triton is missing: launching it says what to install."""
+
+    def __init__(self, fn: Any) -> None:
+        self.fn = fn
+
+    def __getitem__(self, grid: Any) -> Any:
+        raise ImportError(f"{getattr(self.fn, '__name__', 'this kernel')}: {INSTALL_TRITON}")
+
+
+def import_triton() -> tuple[Any, Any]:
+    """``(triton, triton.language)``, with Triton's interpreter on where there is no CUDA GPU.
+
+    The interpreter must be chosen before Triton is imported, which is why notebooks import it
+    through here. Where Triton is not installed, stand-ins keep the notebook running up to the
+    first kernel launch, which then says what to install.
+    """
+    if not torch.cuda.is_available():
+        os.environ["TRITON_INTERPRET"] = "1"  # run kernels on the CPU, in float32, as the grader does
+    try:
+        import triton
+        import triton.language as tl
+    except ImportError:
+        return MissingTriton("triton"), MissingTriton("triton.language")
+    return triton, tl
+
+
+# --- launching ------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Launch:
+    """One kernel launch, as a launcher asked for it."""
+
+    kernel: Any
+    grid: tuple[int, ...]
+    args: tuple[Any, ...]
+    kwargs: dict[str, Any]
+
+
+_captured: list[list[Launch]] = []  # a stack: capturing_launches() blocks may nest
+
+
+@contextlib.contextmanager
+def capturing_launches() -> Iterator[list[Launch]]:
+    """Record the launches made inside the block instead of running them."""
+    launches: list[Launch] = []
+    _captured.append(launches)
+    try:
+        yield launches
+    finally:
+        _captured.pop()
+
+
+def is_stub_error(error: BaseException) -> bool:
+    """The error a kernel whose body is still ``raise NotImplementedError()`` gives, on either path."""
+    seen: set[int] = set()
+    current: BaseException | None = error
+    while current is not None and id(current) not in seen:  # the interpreter chains the stub's error
+        seen.add(id(current))
+        if isinstance(current, NotImplementedError):
+            return True
+        is_compile_error = any(c.__name__ == "CompilationError" for c in type(current).__mro__)
+        if is_compile_error and STUB_LINE in str(current):  # the GPU compiler rejects the raise itself
+            return True
+        current = current.__cause__ or current.__context__
+    return False
+
+
+def kernel_name(kernel: Any) -> str:
+    return getattr(python_function(kernel), "__name__", "the kernel")
+
+
+def launch(kernel: Any, grid: tuple[int, ...], *args: Any, **kwargs: Any) -> None:
+    """Run ``kernel[grid](*args, **kwargs)``; an unwritten kernel raises KernelNotWritten."""
+    if isinstance(kernel, MissingKernel):
+        kernel[grid]  # raises ImportError: what to install
+    grid = tuple(int(g) for g in grid)
+    if _captured:
+        _captured[-1].append(Launch(kernel, grid, args, dict(kwargs)))
+        return
+    try:
+        kernel[grid](*args, **kwargs)
+    except Exception as error:
+        if is_stub_error(error):
+            raise KernelNotWritten(f"{kernel_name(kernel)} is not written yet") from None
+        raise
+
+
+# --- building for a GPU, on any machine ------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class GpuBuild:
+    """What compiling one kernel for one GPU gave."""
+
+    kernel: str
+    arch: str
+    compiled: bool
+    error: str = ""
+    registers: int | None = None
+    spilled_bytes: int | None = None  # spill stores: registers that did not fit, moved to slow local memory
+    shared_bytes: int | None = None
+    mma: str = ""  # "wgmma", "mma" or "" (no tensor-core matrix product)
+    config: dict[str, int] = field(default_factory=dict)  # the block sizes, warps and stages built
+
+    @property
+    def summary(self) -> str:
+        if not self.compiled:
+            return f"{self.kernel} for {self.arch}: does not compile: {self.error}"
+        mma = self.mma or "no tensor-core MMA"
+        return (f"{self.kernel} for {self.arch}: {self.registers} registers, {self.spilled_bytes} bytes spilled, "
+                f"{self.shared_bytes} bytes of shared memory, {mma}")
+
+    def as_data(self) -> dict[str, Any]:
+        """Plain data, to cross from the sealed run to the trusted pass."""
+        return asdict(self)
+
+
+TORCH_TO_TRITON = {
+    torch.float16: "fp16", torch.bfloat16: "bf16", torch.float32: "fp32", torch.float64: "fp64",
+    torch.int8: "i8", torch.int16: "i16", torch.int32: "i32", torch.int64: "i64", torch.uint8: "u8", torch.bool: "i1",
+}
+
+
+def python_function(kernel: Any) -> Any:
+    """The plain Python function under a kernel (``@triton.jit``, interpreted, or autotuned)."""
+    while hasattr(kernel, "fn"):
+        kernel = kernel.fn
+    return kernel
+
+
+def _is_triton_function(value: Any) -> bool:
+    return type(value).__module__.startswith("triton.") and isinstance(python_function(value), types.FunctionType)
+
+
+def kernel_source(fn: types.FunctionType) -> str:
+    """The kernel's source for a fresh process: its @triton.jit helpers first, its constexpr globals, itself.
+
+    Decorators are dropped (autotuning configs and heuristics are applied here, as constexprs) and
+    each function gets a plain ``@triton.jit``.
+    """
+    parts: list[str] = []
+    seen: set[int] = set()
+
+    def add(function: types.FunctionType) -> None:
+        if id(function) in seen:
+            return
+        seen.add(id(function))
+        for name in function.__code__.co_names:  # the globals it uses: helpers and constants
+            value = function.__globals__.get(name)
+            if _is_triton_function(value):
+                add(python_function(value))
+            elif type(value).__name__ == "constexpr":
+                parts.append(f"{name} = tl.constexpr({value.value!r})")
+        tree = ast.parse(textwrap.dedent(inspect.getsource(function)))
+        definition = tree.body[0]
+        definition.decorator_list = [ast.parse("triton.jit").body[0].value]
+        parts.append(ast.unparse(definition))
+
+    add(fn)
+    return "\n\n".join(parts)
+
+
+def _argument_types(fn: Any, args: tuple, kwargs: dict) -> tuple[dict[str, str], dict[str, Any], dict]:
+    """Triton's signature, constexprs and alignment hints for these arguments, as a launch specialises them."""
+    bound = inspect.signature(fn).bind(*args, **kwargs)
+    bound.apply_defaults()
+    declared = {name for name, p in inspect.signature(fn).parameters.items() if "constexpr" in str(p.annotation)}
+    signature: dict[str, str] = {}
+    constexprs: dict[str, Any] = {}
+    attrs: dict[tuple[int, ...], list] = {}
+    for index, (name, value) in enumerate(bound.arguments.items()):
+        value = value.value if type(value).__name__ == "constexpr" else value
+        aligned = False
+        if name in declared or value is None:
+            signature[name], constexprs[name] = "constexpr", value
+        elif isinstance(value, torch.Tensor):
+            signature[name] = "*" + TORCH_TO_TRITON[value.dtype]
+            aligned = value.data_ptr() % 16 == 0
+        elif isinstance(value, bool):
+            signature[name] = "u1"
+        elif isinstance(value, int):
+            if value == 1:  # Triton specialises an integer argument equal to 1 into a constant
+                signature[name], constexprs[name] = "constexpr", 1
+            else:
+                signature[name] = "i32" if -(2**31) <= value < 2**31 else "i64"
+                aligned = value % 16 == 0
+        elif isinstance(value, float):
+            signature[name] = "fp32"
+        else:
+            raise TypeError(f"argument {name}: cannot pass a {type(value).__name__} to a kernel")
+        if aligned:  # the divisibility hint a real launch adds: it decides vector widths
+            attrs[(index,)] = [["tt.divisibility", 16]]
+    return signature, constexprs, attrs
+
+
+def _heuristics(kernel: Any) -> list[dict[str, Any]]:
+    """The @triton.heuristics rules wrapped around a kernel, outermost first."""
+    found = []
+    while kernel is not None and hasattr(kernel, "fn"):
+        if hasattr(kernel, "values") and isinstance(kernel.values, dict):
+            found.append(kernel.values)
+        kernel = kernel.fn
+    return found
+
+
+def build_jobs(kernel: Any, args: tuple, kwargs: dict[str, Any], arch: str) -> list[dict[str, Any]]:
+    """What to compile for one launch: one job per autotuning config (one if none), as plain data."""
+    if arch not in ARCHES:
+        raise ValueError(f"arch must be one of {sorted(ARCHES)}, got {arch!r}")
+    fn = python_function(kernel)
+    source = kernel_source(fn)
+    jobs = []
+    for config in getattr(kernel, "configs", None) or [None]:
+        options = {"num_warps": kwargs.get("num_warps", DEFAULT_WARPS), "num_stages": kwargs.get("num_stages", DEFAULT_STAGES),
+                   "enable_fp_fusion": True}  # named, so Triton 3.9 does not warn
+        call_kwargs = {k: v for k, v in kwargs.items() if k not in ("num_warps", "num_stages")}
+        chosen: dict[str, int] = {}
+        if config is not None:
+            call_kwargs.update(config.kwargs)
+            options.update(num_warps=config.num_warps, num_stages=config.num_stages)
+            chosen = {**{k: int(v) for k, v in config.kwargs.items()}, "num_warps": config.num_warps, "num_stages": config.num_stages}
+        for rules in _heuristics(kernel):  # @triton.heuristics: constexprs computed from the arguments
+            named = {**inspect.signature(fn).bind_partial(*args, **call_kwargs).arguments, **call_kwargs}
+            call_kwargs.update({name: rule(named) for name, rule in rules.items()})
+        signature, constexprs, attrs = _argument_types(fn, args, call_kwargs)
+        jobs.append({"name": fn.__name__, "arch": arch, "source": source, "signature": signature, "constexprs": constexprs,
+                     "attrs": [[list(k), v] for k, v in attrs.items()], "options": options, "config": chosen})
+    return jobs
+
+
+def run_builds(jobs: list[dict[str, Any]]) -> list[GpuBuild]:
+    """Compile the jobs in a fresh Python without Triton's interpreter (see ``course_utils.gpu_build``)."""
+    if not jobs:
+        return []
+    environment = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    environment["TRITON_DEFAULT_FP_FUSION"] = "1"
+    package_root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    environment["PYTHONPATH"] = os.pathsep.join(filter(None, [package_root, environment.get("PYTHONPATH")]))
+    result = subprocess.run([sys.executable, "-m", "course_utils.gpu_build"], input=json.dumps(jobs), capture_output=True,
+                            text=True, env=environment, timeout=600)
+    if result.returncode != 0:
+        reason = (result.stderr.strip().splitlines() or ["no output"])[-1]
+        return [GpuBuild(job["name"], job["arch"], False, error=f"the compiler process failed: {reason}", config=job["config"])
+                for job in jobs]
+    return [GpuBuild(**found) for found in json.loads(result.stdout)]
+
+
+def build_for_gpu(kernel: Any, args: tuple, kwargs: dict[str, Any], arch: str = "sm_90") -> list[GpuBuild]:
+    """Compile ``kernel`` for ``arch`` with these arguments: one GpuBuild per autotuning config (one if none)."""
+    return run_builds(build_jobs(kernel, args, kwargs, arch))
+
+
+def launcher_builds(launcher: Any, *args: Any, arch: str = "sm_90", **kwargs: Any) -> list[dict[str, Any]]:
+    """Every kernel the launcher would start for these arguments, compiled for ``arch``, as plain data.
+
+    Nothing runs: the launches are captured (see ``launch``) and compiled, never executed.
+    """
+    with capturing_launches() as launches:
+        launcher(*args, **kwargs)
+    jobs = [job for captured in launches for job in build_jobs(captured.kernel, captured.args, captured.kwargs, arch)]
+    return [build.as_data() for build in run_builds(jobs)]
+
+
+# What notebooks import: ``from course_utils.kernels import launch, tl, triton``.
+triton, tl = import_triton()
+HAVE_TRITON = not isinstance(triton, MissingTriton)
