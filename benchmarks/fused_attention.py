@@ -94,7 +94,7 @@ def main(argv: list[str] | None = None) -> int:
     solution = load_solution("07_fused_attention")
 
     def triton_kernel(q, k, v, causal):
-        return solution.flash_attention_triton(q, k, v, is_causal=causal)
+        return solution.flash_attention_triton(q, k, v, is_causal=causal)[0]  # (O, L): the output
 
     def pytorch_tiles(q, k, v, causal):
         return solution.flash_attention_forward(q, k, v, is_causal=causal, block_q=128, block_k=128)[0]
