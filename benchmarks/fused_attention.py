@@ -1,17 +1,36 @@
-"""Notebook 07's fused attention against the built-in and naive attention.
+"""Notebook 07's fused attention kernels against the built-in and naive attention.
 
-On a CUDA GPU: the Triton kernel against SDPA's FlashAttention backend and naive attention,
-float16 (or --dtype), B=2, H=16 (32 heads), d=64, T from 1024 to 16384, causal and not:
-median time, TFLOP/s (4*B*H*T*T*d FLOPs, half with causal masking, as notebook 06 counts
-them), the ratio to the built-in, and the largest difference from SDPA in float32.
+On a CUDA GPU (forward pass only), for each dtype (float16, bfloat16), head dim d (64, 128),
+causal and not, and T in 1024 ... 16384, with B = 16384 // T sequences and H = 16 heads, so that
+B*T = 16384 tokens and the work per launch grows only with T (the FlashAttention papers' setup):
 
-On a CPU: the tiled PyTorch FlashAttention (flash_attention_forward, 128x128 tiles) against
-naive attention and PyTorch's fused CPU kernel, in time and peak tensor memory. The Triton
-kernel only runs in the interpreter there; ``--quick`` checks it on one tiny size.
+    sdpa flash            F.scaled_dot_product_attention, FlashAttention backend only
+    sdpa cudnn            the same, cuDNN backend only (a row says "unavailable", and why, where it refuses)
+    triton (notebook 07)  the notebook's simple Triton kernel (solution.flash_attention_triton)
+    triton fast           the autotuned FlashAttention-2 kernel (solution.flash_attention_fast)
+    torch.compile naive   naive attention through torch.compile, default settings (skipped where naive is)
+    naive                 softmax(QK^T/sqrt(d))V with the T x T scores in memory (skipped where the scores
+                          and weights, 2*B*H*T*T elements, would take more than 8 GiB)
 
-Record the device with every figure: the JSON holds it.
+Each row: the median time from triton.testing.do_bench after a warm-up call (which also pays the
+compile and autotune, recorded as first_call_seconds), TFLOP/s (4*B*H*T*T*d FLOPs, half with
+causal masking, as notebook 06 counts them), speed_vs_sdpa_flash (flash time / this time: above 1
+is faster than flash), and the largest |difference| from SDPA in float32, a sanity check.
+Backward passes are not measured yet (see the marked place below, for notebook 08).
 
-    .venv/bin/python benchmarks/fused_attention.py [--quick] [--json results.json] [--dtype float16]
+On a CPU: the tiled PyTorch FlashAttention (flash_attention_forward, 128x128 tiles) against naive
+attention and PyTorch's fused CPU kernel, in time and peak tensor memory. The Triton kernels only
+run in the interpreter there; ``--quick`` checks both on one tiny size.
+
+Nothing here asserts a time: it prints and records. Record the device with every figure: the
+JSON holds it, with the torch, triton, CUDA and cuDNN versions. On a GPU the JSON is rewritten
+after every shape ("complete": false until the end), so a run cut short keeps what it measured.
+A sweep of all four (dtype, d) groups takes about 4-5 minutes on an H100; --methods flash fast
+takes about 2.
+
+    python benchmarks/fused_attention.py [--quick] [--json results.json]
+        [--dtype float16 bfloat16] [--d 64 128] [--lengths 1024 4096] [--causal both|yes|no]
+        [--methods flash cudnn triton fast compiled naive]
 """
 
 from __future__ import annotations
@@ -19,7 +38,10 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import platform
 import sys
+import time
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 
@@ -28,19 +50,27 @@ import torch
 if not torch.cuda.is_available():
     os.environ.setdefault("TRITON_INTERPRET", "1")  # before triton is imported (by the solution)
 
-import torch.nn.functional as F  # noqa: E402
+import torch.nn.functional as F
+import triton
+from torch.nn.attention import SDPBackend, sdpa_kernel
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO_ROOT))  # run from a checkout without installing
 os.environ.setdefault("COURSE_SOLUTIONS_DIR", str(REPO_ROOT / "solutions"))
 
-from baselines import naive_attention, sdpa_flash  # noqa: E402
+from baselines import naive_attention, sdpa_flash
 
-from course_utils.memory import peak_tensor_bytes  # noqa: E402
-from course_utils.reference import load_solution  # noqa: E402
-from course_utils.timing import median_seconds  # noqa: E402
+from course_utils.memory import peak_tensor_bytes
+from course_utils.reference import load_solution
+from course_utils.timing import median_seconds
 
 Attention = Callable[[torch.Tensor, torch.Tensor, torch.Tensor, bool], torch.Tensor]
+
+TOKENS = 16384  # B * T on the GPU: B = TOKENS // T sequences of length T
+HEADS = 16
+NAIVE_LIMIT_BYTES = 8 * 2**30  # naive attention holds the scores and the weights (2 B H T^2 elements) at its peak
+METHOD_KEYS = {"flash": "sdpa flash", "cudnn": "sdpa cudnn", "triton": "triton (notebook 07)", "fast": "triton fast",
+               "compiled": "torch.compile naive", "naive": "naive"}
 
 
 def attention_flops(batch: int, heads: int, T: int, d: int, causal: bool) -> float:
@@ -55,13 +85,42 @@ def device_name() -> str:
     return f"CPU ({os.cpu_count()} cores)"
 
 
-def measure(methods: dict[str, Attention], lengths: list[int], batch: int, heads: int, d: int, dtype: torch.dtype,
-            device: str, repeats: int, memory: bool) -> list[dict]:
+def software() -> dict:
+    return {"device": device_name(), "torch": torch.__version__, "triton": triton.__version__,
+            "cuda": torch.version.cuda, "cudnn": torch.backends.cudnn.version() if torch.cuda.is_available() else None,
+            "python": platform.python_version()}
+
+
+def kernels(solution) -> tuple[Attention, Attention, Attention]:
+    """(notebook 07's simple Triton kernel, the fast one, the tiled PyTorch version), as fn(q, k, v, causal) -> O."""
+    fast = getattr(solution, "flash_attention_fast", None)
+    if fast is None:
+        # TEMPORARY until the kernel moves into notebook 07: take the draft beside this script.
+        from fast_flash_draft import flash_attention_fast as fast
+
+    def triton_kernel(q, k, v, causal):
+        return solution.flash_attention_triton(q, k, v, is_causal=causal)[0]  # (O, L): the output
+
+    def fast_kernel(q, k, v, causal):
+        return fast(q, k, v, is_causal=causal)[0]
+
+    def pytorch_tiles(q, k, v, causal):
+        return solution.flash_attention_forward(q, k, v, is_causal=causal, block_q=128, block_k=128)[0]
+
+    return triton_kernel, fast_kernel, pytorch_tiles
+
+
+# ----------------------------------------------------------------------------------------------
+# CPU: the tiles in PyTorch against naive and the fused CPU kernel (time and memory)
+# ----------------------------------------------------------------------------------------------
+
+def measure_cpu(methods: dict[str, Attention], lengths: list[int], batch: int, heads: int, d: int, dtype: torch.dtype,
+                repeats: int, memory: bool) -> list[dict]:
     rows = []
     generator = torch.Generator().manual_seed(0)
     for causal in (False, True):
         for T in lengths:
-            q, k, v = (torch.randn(batch, heads, T, d, generator=generator).to(device, dtype) for _ in range(3))
+            q, k, v = (torch.randn(batch, heads, T, d, generator=generator).to(dtype) for _ in range(3))
             with torch.no_grad():
                 reference = F.scaled_dot_product_attention(q.float(), k.float(), v.float(), is_causal=causal)
             builtin_seconds = None
@@ -71,56 +130,181 @@ def measure(methods: dict[str, Attention], lengths: list[int], batch: int, heads
                 seconds = median_seconds(fn, q, k, v, causal, repeats=repeats)
                 if name.startswith("sdpa"):
                     builtin_seconds = seconds
-                row = {"method": name, "causal": causal, "T": T, "seconds": seconds,
+                row = {"method": name, "status": "ok", "dtype": str(dtype).removeprefix("torch."), "head_dim": d,
+                       "batch": batch, "heads": heads, "causal": causal, "T": T, "seconds": seconds, "ms": seconds * 1e3,
                        "tflops": attention_flops(batch, heads, T, d, causal) / seconds / 1e12,
-                       "speed_vs_builtin": None if builtin_seconds is None else builtin_seconds / seconds,
+                       "speed_vs_sdpa_flash": None if builtin_seconds is None else builtin_seconds / seconds,
                        "peak_tensor_bytes": peak_tensor_bytes(fn, q, k, v, causal) if memory else None,
                        "max_abs_diff_vs_sdpa_fp32": error}
                 rows.append(row)
-                ratio = "" if row["speed_vs_builtin"] is None else f"{row['speed_vs_builtin']:.2f}"
+                ratio = "" if row["speed_vs_sdpa_flash"] is None else f"{row['speed_vs_sdpa_flash']:.2f}"
                 mib = "" if row["peak_tensor_bytes"] is None else f"{row['peak_tensor_bytes'] / 2**20:.1f}"
-                print(f"{name:<24}{str(causal):>7}{T:>7}{seconds * 1e3:>11.3f}{row['tflops']:>9.3f}{ratio:>12}{mib:>9}{error:>12.1e}",
+                print(f"{name:<26}{causal!s:>7}{T:>7}{seconds * 1e3:>11.3f}{row['tflops']:>9.3f}{ratio:>10}{mib:>9}{error:>12.1e}",
                       flush=True)
     return rows
 
 
+def run_cpu(args, solution) -> dict:
+    triton_kernel, fast_kernel, pytorch_tiles = kernels(solution)
+    dtype, (B, H, d) = torch.float32, (1, 4, 64)
+    lengths = [256, 512] if args.quick else [512, 1024, 2048, 4096]
+    methods = {"sdpa flash (CPU)": sdpa_flash, "pytorch tiles (nb 07)": pytorch_tiles, "naive": naive_attention}
+    repeats = 2 if args.quick else 3
+    print(f"{device_name()} | torch {torch.__version__} | {dtype} | B={B}, H={H}, d={d}")
+    print(f"{'method':<26}{'causal':>7}{'T':>7}{'ms':>11}{'TFLOP/s':>9}{'vs flash':>10}{'MiB':>9}{'max |diff|':>12}")
+    rows = measure_cpu(methods, lengths, B, H, d, dtype, repeats, memory=True)
+    if args.quick:
+        # The Triton kernels can only be checked here, in the interpreter, at a tiny size (no timing worth the name).
+        rows += measure_cpu({"triton (interpreter)": triton_kernel, "triton fast (interpreter)": fast_kernel},
+                            [64], 1, 2, 16, dtype, 1, memory=False)
+    return {**software(), "mode": "cpu", "dtype": str(dtype), "batch": B, "heads": H, "head_dim": d, "rows": rows}
+
+
+# ----------------------------------------------------------------------------------------------
+# GPU: forward-pass speed against SDPA's flash and cuDNN backends
+# ----------------------------------------------------------------------------------------------
+
+def sdpa_cudnn(q, k, v, causal=False):
+    """PyTorch's cuDNN attention backend; fails (with the reasons as warnings) rather than fall back."""
+    with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
+        return F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+
+
+def compiled_naive() -> Attention:
+    """torch.compile's defaults, as a user gets them (static shapes first, dynamic after a shape changes)."""
+    import torch._dynamo
+    for name in ("recompile_limit", "cache_size_limit"):  # one graph per shape and mask: do not fall back to eager
+        if hasattr(torch._dynamo.config, name):
+            setattr(torch._dynamo.config, name, 256)
+    return torch.compile(naive_attention)
+
+
+def short_reason(error: BaseException, caught: list) -> str:
+    lines = [f"{type(error).__name__}: {str(error).strip().splitlines()[0] if str(error).strip() else ''}"]
+    lines += [str(w.message).strip().splitlines()[0] for w in caught][:6]  # SDPA's warnings say why a backend refused
+    return " | ".join(lines)[:600]
+
+
+def measure_gpu_one(name: str, fn: Attention, q, k, v, causal: bool, reference: torch.Tensor, flops: float,
+                    flash_ms: float | None) -> dict:
+    """One row: warm-up call (compile, autotune), error vs the float32 reference, median time."""
+    row = {"method": name, "status": "ok", "reason": None, "seconds": None, "ms": None, "tflops": None,
+           "speed_vs_sdpa_flash": None, "max_abs_diff_vs_sdpa_fp32": None, "first_call_seconds": None,
+           "peak_tensor_bytes": None}
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            with torch.no_grad():
+                torch.cuda.synchronize()
+                started = time.perf_counter()
+                out = fn(q, k, v, causal)
+                torch.cuda.synchronize()
+                row["first_call_seconds"] = time.perf_counter() - started
+                row["max_abs_diff_vs_sdpa_fp32"] = (out.float() - reference).abs().max().item()
+                del out
+                ms = triton.testing.do_bench(lambda: fn(q, k, v, causal), warmup=25, rep=100, return_mode="median")
+        except Exception as error:  # noqa: BLE001  (a backend that refuses a shape is a result, not a crash)
+            row["status"] = "unavailable" if name.startswith("sdpa") else "error"
+            row["reason"] = short_reason(error, caught)
+            torch.cuda.empty_cache()
+            return row
+    row.update(seconds=ms / 1e3, ms=ms, tflops=flops / (ms / 1e3) / 1e12,
+               speed_vs_sdpa_flash=None if flash_ms is None else flash_ms / ms)
+    return row
+
+
+def run_gpu(args, solution) -> dict:
+    triton_kernel, fast_kernel, _ = kernels(solution)
+    all_methods: dict[str, Attention] = {"sdpa flash": sdpa_flash, "sdpa cudnn": sdpa_cudnn, "triton (notebook 07)": triton_kernel,
+                                         "triton fast": fast_kernel, "torch.compile naive": None, "naive": naive_attention}
+    wanted = {METHOD_KEYS[m] for m in args.methods} | {"sdpa flash"}  # flash always: every ratio is to it
+    if "torch.compile naive" in wanted:
+        all_methods["torch.compile naive"] = compiled_naive()
+    methods = {name: fn for name, fn in all_methods.items() if name in wanted}
+    dtypes = args.dtype or (["float16"] if args.quick else ["float16", "bfloat16"])
+    dims = args.d or ([64] if args.quick else [64, 128])
+    lengths = args.lengths or ([1024, 2048] if args.quick else [1024, 2048, 4096, 8192, 16384])
+    causals = {"both": [False, True], "yes": [True], "no": [False]}[args.causal]
+    info = software()
+    print(f"{info['device']} | torch {info['torch']} | triton {info['triton']} | CUDA {info['cuda']} | cuDNN {info['cudnn']}")
+    print(f"B = {TOKENS} // T, H = {HEADS}; forward only; times are medians of triton.testing.do_bench")
+    header = f"{'dtype':<9}{'d':>4}{'causal':>7}{'T':>7}{'B':>4}  {'method':<22}{'ms':>9}{'TFLOP/s':>9}{'vs flash':>9}{'max|diff|':>10}  note"
+    print(header, flush=True)
+    rows = []
+    generator = torch.Generator(device="cuda").manual_seed(0)
+    for dtype_name in dtypes:
+        dtype = getattr(torch, dtype_name)
+        for d in dims:
+            for causal in causals:
+                for T in lengths:
+                    B, H = max(1, round(TOKENS / T)), HEADS
+                    q, k, v = (torch.randn(B, H, T, d, device="cuda", dtype=dtype, generator=generator) for _ in range(3))
+                    with torch.no_grad():
+                        reference = F.scaled_dot_product_attention(q.float(), k.float(), v.float(), is_causal=causal)
+                    flops = attention_flops(B, H, T, d, causal)
+                    naive_bytes = 2 * B * H * T * T * q.element_size()
+                    flash_ms = None
+                    for name, fn in methods.items():
+                        common = {"dtype": dtype_name, "head_dim": d, "batch": B, "heads": H, "causal": causal, "T": T}
+                        if name in ("naive", "torch.compile naive") and naive_bytes > NAIVE_LIMIT_BYTES:
+                            row = {"method": name, "status": "skipped", "seconds": None, "ms": None, "tflops": None,
+                                   "speed_vs_sdpa_flash": None, "max_abs_diff_vs_sdpa_fp32": None, "peak_tensor_bytes": None,
+                                   "reason": f"scores + weights would take {naive_bytes / 2**30:.0f} GiB (> {NAIVE_LIMIT_BYTES / 2**30:.0f} GiB)"}
+                        else:
+                            row = measure_gpu_one(name, fn, q, k, v, causal, reference, flops, flash_ms)
+                        row = {**common, **row}
+                        if name == "sdpa flash" and row["ms"] is not None:
+                            flash_ms = row["ms"]
+                        rows.append(row)
+                        fmt = lambda x, f: "" if x is None else format(x, f)
+                        print(f"{dtype_name:<9}{d:>4}{causal!s:>7}{T:>7}{B:>4}  {name:<22}{fmt(row['ms'], '.3f'):>9}"
+                              f"{fmt(row['tflops'], '.1f'):>9}{fmt(row['speed_vs_sdpa_flash'], '.2f'):>9}"
+                              f"{fmt(row['max_abs_diff_vs_sdpa_fp32'], '.1e'):>10}  {row['status'] if row['status'] != 'ok' else ''}"
+                              f"{(': ' + row['reason'][:100]) if row.get('reason') else ''}", flush=True)
+                    del q, k, v, reference
+                    torch.cuda.empty_cache()
+                    if args.json:  # after every shape, so that a run cut short keeps what it measured
+                        write_json(args.json, {**info, "mode": "gpu", "complete": False, "rows": rows})
+
+    # ------------------------------------------------------------------------------------------
+    # Backward rows: once notebook 08 exists (its backward kernel), time forward + backward here:
+    # loss = out.sum(); do_bench(lambda: fn(q, k, v, causal).backward(grad), grad_to_none=[q, k, v]),
+    # FLOPs 2.5x the forward's (FlashAttention-2's count), for sdpa flash, sdpa cudnn and triton fast.
+    # Not implemented yet: nothing below measures a backward pass.
+    # ------------------------------------------------------------------------------------------
+
+    summary = [(r["dtype"], r["head_dim"], r["causal"], r["T"], r["speed_vs_sdpa_flash"]) for r in rows if r["method"] == "triton fast"]
+    print("\ntriton fast / sdpa flash speed (above 1: faster than flash):")
+    for dtype_name, d, causal, T, ratio in summary:
+        print(f"  {dtype_name:<9} d={d:<4} causal={causal!s:<6} T={T:<6} {'n/a' if ratio is None else f'{ratio:.2f}x'}")
+    return {**info, "mode": "gpu", "complete": True, "tokens_per_launch": TOKENS, "heads": HEADS,
+            "batch_rule": "B = round(16384 / T), H = 16", "timing": "triton.testing.do_bench(warmup=25, rep=100, return_mode='median'), after one warm-up call",
+            "flops": "4*B*H*T*T*d, halved when causal (notebook 06)", "backward": "not measured: backward rows come once notebook 08 exists",
+            "rows": rows}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true", help="small sizes (seconds), for CI")
+    parser.add_argument("--quick", action="store_true", help="small sizes (seconds on a CPU), for CI")
     parser.add_argument("--json", type=Path, help="also write the figures here")
-    parser.add_argument("--dtype", default="float16", choices=["float16", "bfloat16", "float32"])
+    parser.add_argument("--dtype", nargs="+", choices=["float16", "bfloat16", "float32"], help="GPU only (default float16 bfloat16)")
+    parser.add_argument("--d", nargs="+", type=int, help="head dims, GPU only (default 64 128)")
+    parser.add_argument("--lengths", nargs="+", type=int, help="sequence lengths T, GPU only (default 1024 ... 16384)")
+    parser.add_argument("--causal", choices=["both", "yes", "no"], default="both", help="GPU only")
+    parser.add_argument("--methods", nargs="+", choices=list(METHOD_KEYS), default=list(METHOD_KEYS),
+                        help="GPU only; sdpa flash always runs, as the yardstick")
     args = parser.parse_args(argv)
 
     solution = load_solution("07_fused_attention")
-
-    def triton_kernel(q, k, v, causal):
-        return solution.flash_attention_triton(q, k, v, is_causal=causal)[0]  # (O, L): the output
-
-    def pytorch_tiles(q, k, v, causal):
-        return solution.flash_attention_forward(q, k, v, is_causal=causal, block_q=128, block_k=128)[0]
-
-    if torch.cuda.is_available():
-        device, dtype, (B, H, d) = "cuda", getattr(torch, args.dtype), (2, 16, 64)
-        lengths = [1024, 2048] if args.quick else [1024, 2048, 4096, 8192, 16384]
-        # the built-in first, so that the others can report their speed relative to it
-        methods: dict[str, Attention] = {"sdpa flash": sdpa_flash, "triton (notebook 07)": triton_kernel, "naive": naive_attention}
-        repeats, memory = 10, False
-    else:
-        device, dtype, (B, H, d) = "cpu", torch.float32, (1, 4, 64)
-        lengths = [256, 512] if args.quick else [512, 1024, 2048, 4096]
-        methods = {"sdpa flash (CPU)": sdpa_flash, "pytorch tiles (nb 07)": pytorch_tiles, "naive": naive_attention}
-        repeats, memory = (2 if args.quick else 3), True
-
-    print(f"{device_name()} | torch {torch.__version__} | {dtype} | B={B}, H={H}, d={d}")
-    print(f"{'method':<24}{'causal':>7}{'T':>7}{'ms':>11}{'TFLOP/s':>9}{'vs built-in':>12}{'MiB':>9}{'max |diff|':>12}")
-    rows = measure(methods, lengths, B, H, d, dtype, device, repeats, memory)
-    if device == "cpu" and args.quick:
-        # The Triton kernel can only be checked here, in the interpreter, at a tiny size.
-        rows += measure({"triton (interpreter)": triton_kernel}, [64], 1, 2, 16, dtype, device, 1, False)
+    figures = run_gpu(args, solution) if torch.cuda.is_available() else run_cpu(args, solution)
     if args.json:
-        args.json.write_text(json.dumps({"device": device_name(), "torch": torch.__version__, "dtype": str(dtype),
-                                         "batch": B, "heads": H, "head_dim": d, "rows": rows}, indent=2))
+        write_json(args.json, figures)
     return 0
+
+
+def write_json(path: Path, figures: dict) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(figures, indent=2))
 
 
 if __name__ == "__main__":
