@@ -35,7 +35,8 @@ from typing import Any
 
 import torch
 
-ARCHES = {"sm_80": 80, "sm_90": 90}  # A100 and H100: the GPUs the course's kernels must build for
+from .gpu_build import ARCHES  # one table of targets, shared with the compiler process
+
 DEFAULT_WARPS, DEFAULT_STAGES = 4, 3  # Triton's own defaults for a launch that names none
 
 # The first error of a kernel body that is still nbgrader's stub.
