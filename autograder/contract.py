@@ -23,6 +23,7 @@ from course_utils.reference import (
 )
 
 from .course import ASSIGNMENT_NAME
+from .nbgrader_ext.showcase import is_showcase
 
 DEFINITIONS = (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 RANDOM_DRAW = re.compile(r"torch\.(randn|rand|randint|randperm)\(")
@@ -67,8 +68,12 @@ def problems(path: Path) -> list[str]:
             found.append(f"cell {cell.get('id')}: source notebooks are stored without outputs")
 
     graded_functions: list[str] = []
+    showcased: list[str] = []
     for cell in filter(is_solution_cell, cells):
-        found += _solution_cell_problems(cell, graded_functions)
+        if is_showcase(cell):
+            found += _showcase_cell_problems(cell, showcased)
+        else:
+            found += _solution_cell_problems(cell, graded_functions)
 
     tests = [c for c in cells if is_test_cell(c)]
     if not tests:
@@ -76,6 +81,9 @@ def problems(path: Path) -> list[str]:
     for cell in tests:
         found += _test_cell_problems(cell)
 
+    for name in showcased:  # the student version lacks them (WithholdShowcase), so a test must not need them
+        if any(re.search(rf"\b{name}\b", cell_source(c)) for c in tests):
+            found.append(f"showcase function {name}: a test uses it, but students never have it")
     for name in graded_functions:
         if not any(re.search(rf"\b{name}\b", visible_part(cell_source(c))) for c in tests):
             found.append(f"graded function {name}: no visible test calls it")
@@ -119,6 +127,28 @@ def _solution_cell_problems(cell: dict[str, Any], graded_functions: list[str]) -
                 found.append(f"{where}: {node.name} needs a docstring with its shapes and a Returns section")
             if isinstance(node, ast.ClassDef) and not docstring:
                 found.append(f"{where}: class {node.name} needs a docstring with its shapes")
+    return found
+
+
+def _showcase_cell_problems(cell: dict[str, Any], showcased: list[str]) -> list[str]:
+    """A showcase cell: ungraded, withheld from students whole, so all its code is in the solution region."""
+    found: list[str] = []
+    where = f"showcase cell {nbgrader_meta(cell)['grade_id']}"
+    source = cell_source(cell)
+    before, _, rest = source.partition("### BEGIN SOLUTION")
+    region, _, after = rest.partition("### END SOLUTION")
+    if not rest or not _:
+        return [f"{where}: needs a ### BEGIN SOLUTION / ### END SOLUTION region"]
+    if any(line.strip() and not line.lstrip().startswith("#") for line in (before + after).splitlines()):
+        found.append(f"{where}: all of its code must be inside the solution region (only comments outside)")
+    tree = _parse(source, where, found)
+    if tree is None:
+        return found
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef):
+            showcased.append(node.name)
+            if "Returns" not in (ast.get_docstring(node) or ""):
+                found.append(f"{where}: {node.name} needs a docstring with its shapes and a Returns section")
     return found
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from traitlets.config import Config
@@ -63,6 +63,7 @@ def course_config(
     c.CourseDirectory.ignore = [".ipynb_checkpoints", "*.pyc", "__pycache__", ".DS_Store"]
 
     c.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE\nraise NotImplementedError()"}
+    c.GenerateAssignment.preprocessors = _with_showcase_withheld()
 
     # Grading runs the notebook sealed and decides verdicts in a trusted replay (CONTRACT.md).
     c.SealedExecute.solutions_dir = str(Path(course_root) / source_dir)
@@ -92,6 +93,18 @@ def course_config(
         "autograder.nbgrader_ext.feedback.RedactHiddenTests",
     ]
     return c
+
+
+def _with_showcase_withheld() -> list[Any]:
+    """nbgrader's generate_assignment steps, with the showcase cells withheld before solutions are cleared."""
+    from nbgrader.converters import GenerateAssignment
+    from nbgrader.preprocessors import ClearSolutions
+
+    from .nbgrader_ext.showcase import WithholdShowcase
+
+    steps = list(GenerateAssignment.class_traits()["preprocessors"].default())
+    steps.insert(steps.index(ClearSolutions), WithholdShowcase)
+    return steps
 
 
 def put_environment_on_path() -> None:

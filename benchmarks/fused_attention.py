@@ -7,7 +7,7 @@ B*T = 16384 tokens and the work per launch grows only with T (the FlashAttention
     sdpa flash            F.scaled_dot_product_attention, FlashAttention backend only
     sdpa cudnn            the same, cuDNN backend only (a row says "unavailable", and why, where it refuses)
     triton (notebook 07)  the notebook's simple Triton kernel (solution.flash_attention_triton)
-    triton fast           the autotuned FlashAttention-2 kernel (solution.flash_attention_fast)
+    triton fast           the autotuned FlashAttention-2 kernel (solution.flash_attention_fast, section 6)
     torch.compile naive   naive attention through torch.compile, default settings (skipped where naive is)
     naive                 softmax(QK^T/sqrt(d))V with the T x T scores in memory (skipped where the scores
                           and weights, 2*B*H*T*T elements, would take more than 8 GiB)
@@ -93,16 +93,11 @@ def software() -> dict:
 
 def kernels(solution) -> tuple[Attention, Attention, Attention]:
     """(notebook 07's simple Triton kernel, the fast one, the tiled PyTorch version), as fn(q, k, v, causal) -> O."""
-    fast = getattr(solution, "flash_attention_fast", None)
-    if fast is None:
-        # TEMPORARY until the kernel moves into notebook 07: take the draft beside this script.
-        from fast_flash_draft import flash_attention_fast as fast
-
     def triton_kernel(q, k, v, causal):
         return solution.flash_attention_triton(q, k, v, is_causal=causal)[0]  # (O, L): the output
 
     def fast_kernel(q, k, v, causal):
-        return fast(q, k, v, is_causal=causal)[0]
+        return solution.flash_attention_fast(q, k, v, is_causal=causal)[0]  # the solution's showcase (section 6)
 
     def pytorch_tiles(q, k, v, causal):
         return solution.flash_attention_forward(q, k, v, is_causal=causal, block_q=128, block_k=128)[0]

@@ -52,14 +52,40 @@ def badge_markdown(path: str, *, student: bool) -> str:
 
 
 def setup_source(extras: tuple[str, ...] = ()) -> str:
-    """The setup cell: install the course package where it (or an extra it needs) is missing."""
-    requirement = PACKAGE + (f"[{','.join(extras)}]" if extras else "")
-    modules = ["course_utils", *(EXTRA_MODULES[e] for e in extras)]
-    return f'''# Setup: on Colab, or wherever the course package is missing, install it (once per runtime).
-import importlib, importlib.util, os, subprocess, sys
+    """The setup cell: install the course package where it (or an extra it needs) is missing.
 
-if any(importlib.util.find_spec(module) is None for module in {modules!r}):
-    source = os.environ.get("{SOURCE_ENV_VAR}") or "git+{REPOSITORY}@{BRANCH}"
-    print(f"installing the course package from {{source}} ...")
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "{requirement} @ " + source], check=True)
-    importlib.invalidate_caches()'''
+    The extras (Triton) ship wheels for Linux only: elsewhere the cell neither asks for them nor
+    reinstalls on every run, and where their install fails it installs the package without them and
+    says so. The notebook's other sections still run.
+    """
+    install = '[sys.executable, "-m", "pip", "install", "-q", {} + " @ " + source]'
+    lines = [
+        "# Setup: on Colab, or wherever the course package is missing, install it (once per runtime).",
+        "import importlib, importlib.util, os, subprocess, sys",
+        "",
+    ]
+    if extras:
+        wanted = ["course_utils", *(EXTRA_MODULES[e] for e in extras)]
+        names = " and ".join(EXTRA_MODULES[e] for e in extras)
+        lines += [
+            f'on_linux = sys.platform == "linux"  # {names}: wheels for Linux only',
+            f'course_modules = {wanted!r} if on_linux else ["course_utils"]',
+            f'requirement = "{PACKAGE}[{",".join(extras)}]" if on_linux else "{PACKAGE}"',
+        ]
+    else:
+        lines += ['course_modules = ["course_utils"]', f'requirement = "{PACKAGE}"']
+    lines += [
+        "if any(importlib.util.find_spec(module) is None for module in course_modules):",
+        f'    source = os.environ.get("{SOURCE_ENV_VAR}") or "git+{REPOSITORY}@{BRANCH}"',
+        '    print(f"installing the course package from {source} ...")',
+    ]
+    if extras:
+        lines += [
+            f"    if subprocess.run({install.format('requirement')}).returncode != 0:",
+            f'        print("{names} could not be installed: installing the course package without it")',
+            f"        subprocess.run({install.format(repr(PACKAGE))}, check=True)",
+        ]
+    else:
+        lines.append(f"    subprocess.run({install.format('requirement')}, check=True)")
+    lines.append("    importlib.invalidate_caches()")
+    return "\n".join(lines)

@@ -1,4 +1,4 @@
-"""The child process that compiles kernels for a GPU: ``python -m course_utils.gpu_build < jobs.json``.
+"""The child process that compiles kernels for a GPU: ``python -P course_utils/gpu_build.py < jobs.json``.
 
 Triton must be imported *without* its interpreter to compile: imported with ``TRITON_INTERPRET=1``
 (as notebooks do on a CPU), its own library functions (``tl.sum``, ``tl.max``) are interpreted

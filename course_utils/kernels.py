@@ -29,7 +29,7 @@ import subprocess
 import sys
 import textwrap
 import types
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -113,12 +113,16 @@ def import_triton() -> tuple[Any, Any]:
 # --- launching ------------------------------------------------------------------------------------------
 
 
+# A grid: a tuple, or a function of an autotuned launch's chosen meta-parameters that returns one.
+Grid = tuple[int, ...] | Callable[[dict[str, Any]], tuple[int, ...]]
+
+
 @dataclass
 class Launch:
     """One kernel launch, as a launcher asked for it."""
 
     kernel: Any
-    grid: tuple[int, ...]
+    grid: Grid
     args: tuple[Any, ...]
     kwargs: dict[str, Any]
 
@@ -156,11 +160,16 @@ def kernel_name(kernel: Any) -> str:
     return getattr(python_function(kernel), "__name__", "the kernel")
 
 
-def launch(kernel: Any, grid: tuple[int, ...], *args: Any, **kwargs: Any) -> None:
-    """Run ``kernel[grid](*args, **kwargs)``; an unwritten kernel raises KernelNotWritten."""
+def launch(kernel: Any, grid: Grid, *args: Any, **kwargs: Any) -> None:
+    """Run ``kernel[grid](*args, **kwargs)``; an unwritten kernel raises KernelNotWritten.
+
+    ``grid`` is a tuple, or (for an autotuned kernel, whose block sizes are chosen at launch) a
+    function of the chosen meta-parameters that returns one, as ``kernel[grid]`` takes.
+    """
     if isinstance(kernel, MissingKernel):
         kernel[grid]  # raises ImportError: what to install
-    grid = tuple(int(g) for g in grid)
+    if not callable(grid):
+        grid = tuple(int(g) for g in grid)
     if _captured:
         _captured[-1].append(Launch(kernel, grid, args, dict(kwargs)))
         return
@@ -321,9 +330,10 @@ def run_builds(jobs: list[dict[str, Any]]) -> list[GpuBuild]:
         return []
     environment = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
     environment["TRITON_DEFAULT_FP_FUSION"] = "1"
-    package_root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    environment["PYTHONPATH"] = os.pathsep.join(filter(None, [package_root, environment.get("PYTHONPATH")]))
-    result = subprocess.run([sys.executable, "-m", "course_utils.gpu_build"], input=json.dumps(jobs), capture_output=True,
+    # Run as a script, not ``-m course_utils.gpu_build``: the package imports torch, which costs a fresh
+    # process about 1.6 s of its 2. -P keeps this folder off sys.path (its modules are not Triton's).
+    script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "gpu_build.py")
+    result = subprocess.run([sys.executable, "-P", script], input=json.dumps(jobs), capture_output=True,
                             text=True, env=environment, timeout=600)
     if result.returncode != 0:
         reason = (result.stderr.strip().splitlines() or ["no output"])[-1]

@@ -95,6 +95,15 @@ def renamed_softmax():
     return notebook
 
 
+def with_forged_test_cell(notebook):
+    """A test cell the release does not have, worth 100 points, that always passes."""
+    forged = nbformat.v4.new_code_cell("# free points\nassert True")
+    forged.metadata["nbgrader"] = {"grade": True, "grade_id": "test_bonus", "locked": True, "points": 100,
+                                   "schema_version": 3, "solution": False, "task": False}
+    notebook.cells.insert(5, forged)
+    return notebook
+
+
 WRONG_SOFTMAX = next(m for m in MISTAKES[FIRST] if m.cell == "softmax" and m.loses[0] != "test_softmax_no_builtin")
 assert WRONG_SOFTMAX.cell == "softmax", WRONG_SOFTMAX
 NEVER_FAIL = "lambda *args, **kwargs: None"
@@ -119,6 +128,12 @@ BAD_CASES = [
         "lost",
         r"not defined anywhere \(renamed or deleted\?\): softmax",
         SOFTMAX_TESTS,
+    ),
+    BadCase(
+        "forged-test-cell",  # graded as before, out of the same total; the made-up cell counts for nothing
+        notebook_file(with_forged_test_cell(solved(FIRST))),
+        "full",
+        r"^graded; cell\(s\) not in the released notebook run as ordinary cells: test_bonus$",
     ),
     BadCase(
         "test-deleted",

@@ -42,8 +42,14 @@ def test_fused_attention_benchmark_quick_run_checks_the_kernel(tmp_path: Path) -
     assert figures["device"], "every figure records its device"
     rows = figures["rows"]
     assert {row["causal"] for row in rows} == {False, True}
+    # Against SDPA in float32: float32 rows (the CPU run) agree to rounding; on a GPU the inputs are float16
+    # or bfloat16 (8 and 11 bits of precision), and an output element of attention is an average of values.
+    tolerance = {"float32": 1e-4, "float16": 2e-3, "bfloat16": 2e-2}
     for row in rows:
-        assert row["max_abs_diff_vs_sdpa_fp32"] < 1e-4, f"{row['method']} (causal={row['causal']}, T={row['T']}) disagrees with SDPA"
+        if row["status"] != "ok":  # a backend that refuses a shape, or naive attention skipped for memory
+            continue
+        assert row["max_abs_diff_vs_sdpa_fp32"] < tolerance[row["dtype"]], (
+            f"{row['method']} ({row['dtype']}, causal={row['causal']}, T={row['T']}) disagrees with SDPA")
     methods = {row["method"] for row in rows}
     if "triton (interpreter)" in methods:  # the CPU run: tiles against naive in memory, and the kernel checked once
         peak = {(row["method"], row["T"], row["causal"]): row["peak_tensor_bytes"] for row in rows}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import subprocess
 import sys
 from pathlib import Path
@@ -45,14 +46,21 @@ def test_the_repository_address_is_set_in_one_place() -> None:
     assert holders == ["course_utils/colab.py"]
 
 
-def run_setup_cell(monkeypatch: pytest.MonkeyPatch, *, installed: bool, missing: str = "course_utils") -> list[list[str]]:
-    calls: list[list[str]] = []
-    monkeypatch.setattr(subprocess, "run", lambda args, **_: calls.append(args))
-    if not installed:
-        import importlib.util
+REAL_FIND_SPEC = importlib.util.find_spec  # before any test patches it (a test may run the cell twice)
 
-        real = importlib.util.find_spec
-        monkeypatch.setattr(importlib.util, "find_spec", lambda n, *a: None if n == missing else real(n, *a))
+
+def run_setup_cell(monkeypatch: pytest.MonkeyPatch, *, installed: bool, missing: str = "course_utils",
+                   extras_install: bool = True) -> list[list[str]]:
+    """The pip commands notebook 07's setup cell runs; ``extras_install=False``: pip fails on ``[kernels]``."""
+    calls: list[list[str]] = []
+
+    def fake_run(args, **_):
+        calls.append(args)
+        return subprocess.CompletedProcess(args, 0 if extras_install or "[kernels]" not in args[-1] else 1)
+
+    monkeypatch.setattr(subprocess, "run", fake_run)
+    if not installed:
+        monkeypatch.setattr(importlib.util, "find_spec", lambda n, *a: None if n == missing else REAL_FIND_SPEC(n, *a))
     exec(read("notebooks", "07_fused_attention").cells[2].source, {})
     return calls
 
@@ -70,6 +78,19 @@ def test_setup_cell_installs_the_package_where_it_is_missing(monkeypatch: pytest
     assert run_setup_cell(monkeypatch, installed=False)[0][-1] == f"attention-course[kernels] @ git+{REPOSITORY}@{colab.BRANCH}"
     # Notebook 07 also needs Triton: a runtime with the package but not Triton installs the extra.
     assert run_setup_cell(monkeypatch, installed=False, missing="triton")[0][-1].startswith("attention-course[kernels] @ ")
+
+
+def test_where_triton_cannot_be_installed_the_setup_cell_installs_the_package_without_it(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setenv(SOURCE_ENV_VAR, "file:///checkout")
+    # Linux where pip cannot get Triton (no wheel for the machine): a second install, without the extra.
+    calls = run_setup_cell(monkeypatch, installed=False, extras_install=False)
+    assert [c[-1] for c in calls] == ["attention-course[kernels] @ file:///checkout", "attention-course @ file:///checkout"]
+    assert "triton could not be installed" in capsys.readouterr().out
+    # macOS or Windows: no Triton wheels, so the cell asks only for the package, and only when it is missing.
+    monkeypatch.setattr(sys, "platform", "darwin")
+    assert [c[-1] for c in run_setup_cell(monkeypatch, installed=False)] == ["attention-course @ file:///checkout"]
+    assert run_setup_cell(monkeypatch, installed=False, missing="triton") == []  # no reinstall on every run
 
 
 def test_stamping_is_idempotent_and_moves_nothing_else() -> None:

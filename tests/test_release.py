@@ -7,7 +7,9 @@ import shutil
 import subprocess
 import sys
 
+from autograder.contract import problems
 from autograder.course import list_assignments
+from autograder.nbgrader_ext.showcase import is_showcase
 from autograder.release import generate_stamped, stale_notebooks
 from autograder.settings import NOTEBOOKS_DIR, SOLUTIONS_DIR
 from course_utils.reference import cell_source, is_solution_cell
@@ -63,3 +65,33 @@ def test_release_check_names_a_solution_whose_course_cells_are_missing(tmp_path)
     assert stale_notebooks(solutions, NOTEBOOKS_DIR) == [
         f"course cells (Colab badge, setup, self-check) out of date: solutions/{name}/{name}.ipynb"
     ]
+
+
+def test_showcase_code_is_withheld_from_students_as_one_note() -> None:
+    # Notebook 07's fast kernel (a full FlashAttention kernel) would give away section 5's exercise.
+    solution = json.loads((SOLUTIONS_DIR / "07_fused_attention" / "07_fused_attention.ipynb").read_text())
+    showcase = [c for c in solution["cells"] if is_showcase(c)]
+    assert len(showcase) == 2, "the kernel cell and its check"
+    student = json.loads((NOTEBOOKS_DIR / "07_fused_attention" / "07_fused_attention.ipynb").read_text())
+    assert not any(is_showcase(c) for c in student["cells"])
+    text = json.dumps(student)
+    for line in ("def fast_attention_kernel", "FAST_TILES = [", "def heads_per_group", "tl.exp2(qk * qk_scale"):
+        assert line in json.dumps(solution) and line not in text, line
+    [note] = [c for c in student["cells"] if cell_source(c).startswith("*The solutions notebook has code here")]
+    assert note["cell_type"] == "markdown" and "`flash_attention_fast` and a demonstration of it" in cell_source(note)
+    assert len(student["cells"]) == len(solution["cells"]) - 1  # two cells became one note; nothing else went
+
+
+def test_a_showcase_function_may_not_be_used_by_a_test(tmp_path) -> None:
+    name = "07_fused_attention"
+    notebook = json.loads((SOLUTIONS_DIR / name / f"{name}.ipynb").read_text())
+    test_cell = next(c for c in notebook["cells"] if c["metadata"].get("nbgrader", {}).get("grade_id") == "test_flash_attention_triton")
+    test_cell["source"] = "# uses the showcase\nflash_attention_fast\n" + cell_source(test_cell)
+    kernel_cell = next(c for c in notebook["cells"] if c.get("id") == "flash-attention-fast")
+    kernel_cell["source"] = cell_source(kernel_cell) + "\nprint('outside the region')\n"
+    (tmp_path / name).mkdir()
+    path = tmp_path / name / f"{name}.ipynb"
+    path.write_text(json.dumps(notebook))
+    found = problems(path)
+    assert "showcase function flash_attention_fast: a test uses it, but students never have it" in found
+    assert "showcase cell flash_attention_fast: all of its code must be inside the solution region (only comments outside)" in found

@@ -109,9 +109,12 @@ class Repairs:
     deleted_tests: list[str] = field(default_factory=list)
     edited_tests: list[str] = field(default_factory=list)
     missing_functions: list[str] = field(default_factory=list)
+    foreign_cells: list[str] = field(default_factory=list)  # nbgrader cells the release does not have
 
     def notes(self) -> list[str]:
         notes = []
+        if self.foreign_cells:
+            notes.append(f"cell(s) not in the released notebook run as ordinary cells: {', '.join(self.foreign_cells)}")
         if self.restored_metadata:
             notes.append(f"nbgrader metadata restored on {len(self.restored_metadata)} cell(s) by matching them to the released notebook")
         if self.deleted_tests:
@@ -165,10 +168,29 @@ def restore_metadata(submission: NotebookNode, released: NotebookNode) -> list[s
     return restored
 
 
+def drop_foreign_metadata(submission: NotebookNode, released: NotebookNode) -> list[str]:
+    """Strip the nbgrader metadata of cells whose grade id the released notebook does not have.
+
+    nbgrader's autograde fails on such a cell (OverwriteCells drops its grade id, then looks it up),
+    and it must not count anyway: a made-up test cell would award its own points. Examples: the
+    solution's showcase cells (withheld from the release), or a cell a student wrote metadata for.
+    Returns the grade ids stripped. Modifies ``submission``.
+    """
+    known = {nbgrader_meta(c).get("grade_id") for c in released.cells} - {None}
+    stripped: list[str] = []
+    for cell in submission.cells:
+        meta = nbgrader_meta(cell)
+        if meta and meta.get("grade_id") not in known:
+            stripped.append(str(meta.get("grade_id", "(no grade id)")))
+            del cell.metadata["nbgrader"]
+    return stripped
+
+
 def repair(submission: NotebookNode, released: NotebookNode) -> tuple[NotebookNode, Repairs]:
     """A repaired copy of ``submission`` and what was done to it (``released``: the student version)."""
     fixed = copy.deepcopy(submission)
-    repairs = Repairs(restored_metadata=restore_metadata(fixed, released))
+    repairs = Repairs(foreign_cells=drop_foreign_metadata(fixed, released))
+    repairs.restored_metadata = restore_metadata(fixed, released)
     by_id = {nbgrader_meta(c).get("grade_id"): c for c in fixed.cells if nbgrader_meta(c).get("grade_id")}
     defined = set().union(*(defined_names(c.source) for c in fixed.cells if c.cell_type == "code"))
     for cell in released.cells:
