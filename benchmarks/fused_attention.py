@@ -16,7 +16,10 @@ Each row: the median time from triton.testing.do_bench after a warm-up call (whi
 compile and autotune, recorded as first_call_seconds), TFLOP/s (4*B*H*T*T*d FLOPs, half with
 causal masking, as notebook 06 counts them), speed_vs_sdpa_flash (flash time / this time: above 1
 is faster than flash), and the largest |difference| from SDPA in float32, a sanity check.
-Backward passes are not measured yet (see the marked place below, for notebook 08).
+Forward + backward rows (notebook 08): SDPA's flash and cuDNN backends through autograd, notebook 07's
+Triton forward (simple and fast) followed by notebook 08's Triton backward, and on a CPU the PyTorch tiles of
+07 and 08; TFLOP/s from 3.5 times the forward's count (2 matrix products forward, 5 backward), and the largest
+gradient error against SDPA's autograd in float32.
 
 On a CPU: the tiled PyTorch FlashAttention (flash_attention_forward, 128x128 tiles) against naive
 attention and PyTorch's fused CPU kernel, in time and peak tensor memory. The Triton kernels only
@@ -44,6 +47,7 @@ import time
 import warnings
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import torch
 
@@ -60,6 +64,7 @@ os.environ.setdefault("COURSE_SOLUTIONS_DIR", str(REPO_ROOT / "solutions"))
 
 from baselines import naive_attention, sdpa_flash
 
+from course_utils.autograd_refs import sdpa_gradients
 from course_utils.memory import peak_tensor_bytes
 from course_utils.reference import load_solution
 from course_utils.timing import median_seconds
@@ -152,6 +157,13 @@ def run_cpu(args, solution) -> dict:
         # The Triton kernels can only be checked here, in the interpreter, at a tiny size (no timing worth the name).
         rows += measure_cpu({"triton (interpreter)": triton_kernel, "triton fast (interpreter)": fast_kernel},
                             [64], 1, 2, 16, dtype, 1, memory=False)
+    print(f"\n{'forward + backward':<38}{'causal':>7}{'T':>7}{'ms':>11}{'TFLOP/s':>9}{'vs flash':>10}{'max |diff|':>12}")
+    solution08 = load_solution("08_flash_backward")
+    backward = backward_methods(solution, solution08, ["fwd+bwd sdpa flash", "fwd+bwd pytorch tiles (nb 07 + nb 08)", "fwd+bwd naive"])
+    rows += measure_backward(backward, lengths[:2], B, H, d, dtype, "cpu", lambda thunk: median_seconds(thunk, repeats=repeats))
+    if args.quick:  # notebook 08's Triton kernels, checked once in the interpreter (no timing worth the name)
+        triton_backward = backward_methods(solution, solution08, ["fwd+bwd sdpa flash", "fwd+bwd triton (nb 07 + nb 08)"])
+        rows += measure_backward(triton_backward, [64], 1, 2, 16, dtype, "cpu", lambda thunk: median_seconds(thunk, repeats=1))
     return {**software(), "mode": "cpu", "dtype": str(dtype), "batch": B, "heads": H, "head_dim": d, "rows": rows}
 
 
@@ -261,21 +273,104 @@ def run_gpu(args, solution) -> dict:
                     if args.json:  # after every shape, so that a run cut short keeps what it measured
                         write_json(args.json, {**info, "mode": "gpu", "complete": False, "rows": rows})
 
-    # ------------------------------------------------------------------------------------------
-    # Backward rows: once notebook 08 exists (its backward kernel), time forward + backward here:
-    # loss = out.sum(); do_bench(lambda: fn(q, k, v, causal).backward(grad), grad_to_none=[q, k, v]),
-    # FLOPs 2.5x the forward's (FlashAttention-2's count), for sdpa flash, sdpa cudnn and triton fast.
-    # Not implemented yet: nothing below measures a backward pass.
-    # ------------------------------------------------------------------------------------------
+    # Forward + backward (notebook 08): fp16 and bf16 as above, each shape once, B*T = TOKENS as above.
+    solution08 = load_solution("08_flash_backward")
+    backward = backward_methods(solution, solution08, ["fwd+bwd sdpa flash", "fwd+bwd sdpa cudnn", "fwd+bwd triton (nb 07 + nb 08)",
+                                                       "fwd+bwd triton fast + nb 08"])
+    gpu_time = lambda thunk: triton.testing.do_bench(thunk, warmup=25, rep=100, return_mode="median") / 1e3  # noqa: E731
+    print(f"\n{'forward + backward':<38}{'causal':>7}{'T':>7}{'ms':>11}{'TFLOP/s':>9}{'vs flash':>10}{'max |diff|':>12}")
+    for dtype_name in dtypes:
+        for d in dims:
+            for T in lengths:
+                rows += measure_backward(backward, [T], max(1, round(TOKENS / T)), HEADS, d, getattr(torch, dtype_name), "cuda", gpu_time)
+                if args.json:
+                    write_json(args.json, {**info, "mode": "gpu", "complete": False, "rows": rows})
 
     summary = [(r["dtype"], r["head_dim"], r["causal"], r["T"], r["speed_vs_sdpa_flash"]) for r in rows if r["method"] == "triton fast"]
+    # (the forward + backward rows carry their own ratio to "fwd+bwd sdpa flash")
     print("\ntriton fast / sdpa flash speed (above 1: faster than flash):")
     for dtype_name, d, causal, T, ratio in summary:
         print(f"  {dtype_name:<9} d={d:<4} causal={causal!s:<6} T={T:<6} {'n/a' if ratio is None else f'{ratio:.2f}x'}")
     return {**info, "mode": "gpu", "complete": True, "tokens_per_launch": TOKENS, "heads": HEADS,
             "batch_rule": "B = round(16384 / T), H = 16", "timing": "triton.testing.do_bench(warmup=25, rep=100, return_mode='median'), after one warm-up call",
-            "flops": "4*B*H*T*T*d, halved when causal (notebook 06)", "backward": "not measured: backward rows come once notebook 08 exists",
+            "flops": "4*B*H*T*T*d, halved when causal (notebook 06); forward + backward rows: 3.5 times that (2 + 5 matrix products)",
             "rows": rows}
+
+
+# ----------------------------------------------------------------------------------------------
+# Backward: notebook 08's tiles and kernels, forward + backward together (what a training step pays)
+# ----------------------------------------------------------------------------------------------
+
+Gradients = Callable[[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, bool], tuple[torch.Tensor, ...]]
+
+
+def training_step_flops(batch: int, heads: int, T: int, d: int, causal: bool) -> float:
+    """Forward plus backward matrix FLOPs: 2 products forward, 5 backward (P recomputed), 3.5x the forward's."""
+    return 3.5 * attention_flops(batch, heads, T, d, causal)
+
+
+def autograd_of(forward: Attention) -> Gradients:
+    """(dQ, dK, dV) of sum(forward(q, k, v) * dO), through PyTorch's autograd."""
+    def step(q, k, v, dO, causal):
+        leaves = [t.detach().requires_grad_() for t in (q, k, v)]
+        with torch.enable_grad():
+            return torch.autograd.grad(forward(*leaves, causal), leaves, dO)
+    return step
+
+
+def backward_methods(solution07, solution08, names: list[str]) -> dict[str, Gradients]:
+    """Forward + backward for each named method, as fn(q, k, v, dO, causal) -> (dQ, dK, dV)."""
+    def tiles(q, k, v, dO, causal):  # notebook 07's tiled forward, notebook 08's tiled backward
+        O, L = solution07.flash_attention_forward(q, k, v, is_causal=causal, block_q=128, block_k=128)
+        return solution08.flash_attention_backward(q, k, v, O, dO, L, is_causal=causal, block_q=128, block_k=128)
+
+    def kernels_after(forward):
+        def step(q, k, v, dO, causal):  # a Triton forward that returns (O, L), then notebook 08's Triton backward
+            O, L = forward(q, k, v, is_causal=causal)
+            return solution08.flash_attention_backward_triton(q, k, v, O, dO, L, is_causal=causal)
+        return step
+
+    every = {"fwd+bwd sdpa flash": lambda: autograd_of(sdpa_flash),
+             "fwd+bwd sdpa cudnn": lambda: autograd_of(sdpa_cudnn),
+             "fwd+bwd pytorch tiles (nb 07 + nb 08)": lambda: tiles,
+             "fwd+bwd triton (nb 07 + nb 08)": lambda: kernels_after(solution07.flash_attention_triton),
+             "fwd+bwd triton fast + nb 08": lambda: kernels_after(solution07.flash_attention_fast),
+             "fwd+bwd naive": lambda: autograd_of(naive_attention)}
+    return {name: every[name]() for name in names}
+
+
+def measure_backward(methods: dict[str, Gradients], lengths: list[int], batch: int, heads: int, d: int, dtype: torch.dtype,
+                     device: str, time_it: Callable[[Callable[[], Any]], float]) -> list[dict]:
+    """One row per method and length: time of forward + backward, TFLOP/s, largest gradient error vs SDPA in float32."""
+    rows = []
+    generator = torch.Generator(device=device).manual_seed(0)
+    for causal in (False, True):
+        for T in lengths:
+            q, k, v, dO = (torch.randn(batch, heads, T, d, device=device, dtype=dtype, generator=generator) for _ in range(4))
+            reference = sdpa_gradients(q.float(), k.float(), v.float(), dO.float(), is_causal=causal)
+            flops = training_step_flops(batch, heads, T, d, causal)
+            flash_seconds = None
+            for name, fn in methods.items():
+                row = {"method": name, "status": "ok", "reason": None, "pass": "forward+backward", "dtype": str(dtype).removeprefix("torch."),
+                       "head_dim": d, "batch": batch, "heads": heads, "causal": causal, "T": T, "peak_tensor_bytes": None}
+                try:
+                    grads = fn(q, k, v, dO, causal)
+                    error = max((g.float() - r).abs().max().item() for g, r in zip(grads, reference))
+                    seconds = time_it(lambda: fn(q, k, v, dO, causal))
+                except Exception as failure:  # noqa: BLE001  (a backend that refuses a shape is a result)
+                    row.update(status="unavailable", reason=f"{type(failure).__name__}: {str(failure)[:200]}", seconds=None, ms=None,
+                               tflops=None, speed_vs_sdpa_flash=None, max_abs_diff_vs_sdpa_fp32=None)
+                    rows.append(row)
+                    continue
+                if name == "fwd+bwd sdpa flash":
+                    flash_seconds = seconds
+                row.update(seconds=seconds, ms=seconds * 1e3, tflops=flops / seconds / 1e12,
+                           speed_vs_sdpa_flash=None if flash_seconds is None else flash_seconds / seconds,
+                           max_abs_diff_vs_sdpa_fp32=error)
+                rows.append(row)
+                ratio = "" if row["speed_vs_sdpa_flash"] is None else f"{row['speed_vs_sdpa_flash']:.2f}"
+                print(f"{name:<38}{causal!s:>7}{T:>7}{seconds * 1e3:>11.3f}{row['tflops']:>9.3f}{ratio:>10}{error:>12.1e}", flush=True)
+    return rows
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -274,6 +274,26 @@ def check_close(
     return False  # not reached: _fail raises
 
 
+def check_each_close(
+    actual: Any,
+    expected: Sequence[torch.Tensor],
+    *,
+    names: Sequence[str],
+    label: str,
+    hint: str = "",
+    rtol: float | None = None,
+    atol: float | None = None,
+) -> bool:
+    """``check_close`` on each item of a returned tuple (gradients: dQ, dK, dV), each named in its message."""
+    if _recording():
+        return True
+    if not isinstance(actual, (tuple, list)) or len(actual) != len(expected):
+        _fail(label, f"expected {len(expected)} results ({', '.join(names)}), got {describe(actual)}", inputs=None, hint=hint)
+    for name, got, want in zip(names, actual, expected):
+        check_close(got, want, label=f"{name}: {label}", hint=hint, rtol=rtol, atol=atol)
+    return True
+
+
 def check_equal(actual: Any, expected: Any, *, label: str, inputs: dict[str, Any] | None = None, hint: str = "") -> bool:
     """``actual`` equals ``expected`` exactly (tensors: same shape, dtype and values)."""
     if _recording():
@@ -419,6 +439,72 @@ def gradients(
             _fail(label, f"the output does not depend on input(s) {missing} through autograd", inputs=None,
                   hint=hint or "build it from differentiable torch operations: no .detach(), .item(), numpy or in-place tricks")
     return grads
+
+
+def saved_for_backward(
+    fn: Callable[..., Any],
+    *inputs: torch.Tensor,
+    label: str | None = None,
+    hint: str = "",
+    stand_ins: dict[str, Any] | None = None,
+    **kwargs: Any,
+) -> list[list[int]]:
+    """The shapes of the tensors autograd saves for the backward pass of ``fn(*inputs, **kwargs)``.
+
+    Seen through ``torch.autograd.graph.saved_tensors_hooks``, which also sees what a custom
+    ``autograd.Function`` passes to ``ctx.save_for_backward``. The inputs are differentiated (they
+    get ``requires_grad``), so autograd saves what a training step would.
+    """
+    label = label or _format_call(fn, inputs, kwargs)
+
+    def shapes_saved_by(student: Callable[..., Any]) -> Callable[..., Any]:
+        def run(*tensors: torch.Tensor, **options: Any) -> list[list[int]]:
+            shapes: list[list[int]] = []
+
+            def pack(tensor: torch.Tensor) -> torch.Tensor:
+                shapes.append([int(n) for n in tensor.shape])
+                return tensor
+
+            leaves = tuple(t.detach().clone().requires_grad_() for t in tensors)
+            with torch.enable_grad(), torch.autograd.graph.saved_tensors_hooks(pack, lambda tensor: tensor):
+                student(*leaves, **options)
+            return shapes
+
+        return run
+
+    outcome = _run_student(fn, inputs, kwargs, label, stand_ins=stand_ins, through=("saved_for_backward", shapes_saved_by))
+    if outcome.kind == "raised":
+        _fail(label, f"raised {outcome.error_type}: {outcome.message}", inputs=None, hint=hint)
+    return outcome.value
+
+
+def check_gradcheck(
+    fn: Callable[..., Any],
+    *inputs: torch.Tensor,
+    label: str | None = None,
+    hint: str = "",
+    stand_ins: dict[str, Any] | None = None,
+    **kwargs: Any,
+) -> bool:
+    """``torch.autograd.gradcheck`` of ``fn(*inputs, **kwargs)``: its backward against finite differences.
+
+    The inputs should be float64 (finite differences in float32 are too coarse).
+    """
+    label = label or f"torch.autograd.gradcheck({_format_call(fn, inputs, kwargs)})"
+
+    def gradcheck_of(student: Callable[..., Any]) -> Callable[..., Any]:
+        def run(*tensors: torch.Tensor, **options: Any) -> bool:
+            leaves = tuple(t.detach().clone().requires_grad_() for t in tensors)
+            with torch.enable_grad():
+                return bool(torch.autograd.gradcheck(lambda *x: student(*x, **options), leaves))
+
+        return run
+
+    outcome = _run_student(fn, inputs, kwargs, label, stand_ins=stand_ins, through=("gradcheck", gradcheck_of))
+    if outcome.kind == "raised":
+        message = outcome.message if len(outcome.message) <= 1200 else outcome.message[:1200] + " ..."
+        _fail(label, f"failed: {outcome.error_type}: {message}", inputs=None, hint=hint)
+    return True
 
 
 def random_tensor(

@@ -55,8 +55,10 @@ def test_fused_attention_benchmark_quick_run_checks_the_kernel(tmp_path: Path) -
         peak = {(row["method"], row["T"], row["causal"]): row["peak_tensor_bytes"] for row in rows}
         assert peak[("pytorch tiles (nb 07)", 512, False)] < peak[("naive", 512, False)] / 3
         assert peak[("naive", 512, False)] == 4 * 2 * 512 * 512 * 4, "naive holds scores and weights for 4 heads"
+        # notebook 08: forward + backward through the tiles and through the Triton kernels, gradients checked above
+        assert {"fwd+bwd pytorch tiles (nb 07 + nb 08)", "fwd+bwd triton (nb 07 + nb 08)", "fwd+bwd naive"} <= methods
     else:
-        assert "triton (notebook 07)" in methods
+        assert "triton (notebook 07)" in methods and "fwd+bwd triton (nb 07 + nb 08)" in methods
 
 
 @pytest.mark.slow

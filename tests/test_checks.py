@@ -372,3 +372,41 @@ def test_single_thread_restores_the_thread_count_even_when_the_block_fails() -> 
         assert torch.get_num_threads() == 1
         1 / 0
     assert torch.get_num_threads() == before
+
+
+def test_saved_for_backward_sees_what_autograd_and_a_function_save() -> None:
+    from course_utils.checks import saved_for_backward
+
+    class Doubling(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return 2 * x
+
+        @staticmethod
+        def backward(ctx, grad):
+            return 2 * grad
+
+    q, k = torch.randn(5, 3), torch.randn(7, 3)
+    assert [5, 7] in saved_for_backward(lambda q, k: torch.softmax(q @ k.T, dim=-1), q, k)  # softmax keeps its output
+    assert saved_for_backward(Doubling.apply, q) == [[5, 3]]
+
+
+def test_check_gradcheck_passes_a_right_backward_and_names_a_wrong_one() -> None:
+    from course_utils.checks import check_gradcheck
+
+    class WrongSquare(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x * x
+
+        @staticmethod
+        def backward(ctx, grad):
+            (x,) = ctx.saved_tensors
+            return grad * x  # should be 2 x
+
+    x = torch.randn(4, dtype=torch.float64)
+    assert check_gradcheck(lambda t: t * t, x)
+    with pytest.raises(AssertionError, match="Jacobian mismatch"):
+        check_gradcheck(WrongSquare.apply, x, label="gradcheck(WrongSquare)")

@@ -17,6 +17,7 @@ if not torch.cuda.is_available():
     os.environ.setdefault("TRITON_INTERPRET", "1")
 triton = pytest.importorskip("triton")
 
+from course_utils.autograd_refs import logsumexp_of_scores  # noqa: E402
 from course_utils.checks import random_tensor  # noqa: E402
 from course_utils.reference import load_solution  # noqa: E402
 
@@ -41,15 +42,7 @@ def test_triton_kernel_in_the_interpreter_matches_sdpa(solution, T_q, T_k, d, ca
     Q, K, V = qkv(1, 2, T_q, T_k, d)
     O, L = solution.flash_attention_triton(Q, K, V, is_causal=causal)
     torch.testing.assert_close(O, F.scaled_dot_product_attention(Q, K, V, is_causal=causal), rtol=1e-5, atol=1e-5)
-    torch.testing.assert_close(L, logsumexp_of_scores(Q, K, causal).float(), rtol=1e-5, atol=1e-5)
-
-
-def logsumexp_of_scores(Q, K, causal):
-    """The natural-log logsumexp of each row of scaled scores, the plain way in float64 (top-left causal)."""
-    scores = Q.double() @ K.double().transpose(-2, -1) / Q.shape[-1] ** 0.5
-    if causal:
-        scores = scores.masked_fill(torch.ones(scores.shape[-2:], dtype=torch.bool, device=Q.device).triu(1), float("-inf"))
-    return torch.logsumexp(scores, dim=-1)
+    torch.testing.assert_close(L, logsumexp_of_scores(Q, K, is_causal=causal).float(), rtol=1e-5, atol=1e-5)
 
 
 @pytest.mark.parametrize("block_q, block_k", [(1, 1), (5, 7), (64, 64)])
@@ -73,7 +66,7 @@ def test_triton_kernel_natively_on_the_gpu(solution, dtype, tol, causal):
     out, L = solution.flash_attention_triton(Q, K, V, is_causal=causal)
     assert out.dtype == dtype and L.dtype == torch.float32
     torch.testing.assert_close(out.float(), F.scaled_dot_product_attention(Q, K, V, is_causal=causal).float(), rtol=tol, atol=tol)
-    torch.testing.assert_close(L, logsumexp_of_scores(Q, K, causal).float(), rtol=tol, atol=tol)
+    torch.testing.assert_close(L, logsumexp_of_scores(Q, K, is_causal=causal).float(), rtol=tol, atol=tol)
 
 
 @needs_gpu
@@ -183,7 +176,7 @@ def test_fast_kernel_in_the_interpreter_matches_sdpa(solution, T_q, T_k, d, caus
     Q, K, V = qkv(2, 2, T_q, T_k, d)
     O, L = solution.flash_attention_fast(Q, K, V, is_causal=causal)
     torch.testing.assert_close(O, F.scaled_dot_product_attention(Q, K, V, is_causal=causal), rtol=1e-5, atol=1e-5)
-    torch.testing.assert_close(L, logsumexp_of_scores(Q, K, causal).float(), rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(L, logsumexp_of_scores(Q, K, is_causal=causal).float(), rtol=1e-5, atol=1e-5)
 
 
 @pytest.mark.skipif(ON_GPU, reason="the interpreter path is the CPU path")
@@ -205,7 +198,7 @@ def test_fast_kernel_natively_on_the_gpu(solution, dtype, tol, causal):
     Q, K, V = qkv(2, 4, 1000, 1000, 64, dtype=dtype, device="cuda")
     out, L = solution.flash_attention_fast(Q, K, V, is_causal=causal)
     torch.testing.assert_close(out.float(), F.scaled_dot_product_attention(Q, K, V, is_causal=causal).float(), rtol=tol, atol=tol)
-    torch.testing.assert_close(L, logsumexp_of_scores(Q, K, causal).float(), rtol=tol, atol=tol)
+    torch.testing.assert_close(L, logsumexp_of_scores(Q, K, is_causal=causal).float(), rtol=tol, atol=tol)
 
 
 @pytest.mark.slow

@@ -13,6 +13,7 @@ from __future__ import annotations
 from . import (
     complexity,
     dot_product_attention,
+    flash_backward,
     fused_attention,
     masking,
     multi_head_attention,
@@ -32,6 +33,7 @@ MISTAKES: dict[str, list[Variant]] = {
     "05_multi_head_attention": multi_head_attention.MISTAKES,
     "06_complexity": complexity.MISTAKES,
     "07_fused_attention": fused_attention.MISTAKES,
+    "08_flash_backward": flash_backward.MISTAKES,
 }
 CORRECT_VARIANTS: dict[str, list[Variant]] = {
     "01_soft_dictionary_lookup": soft_dictionary_lookup.CORRECT_VARIANTS,
@@ -41,4 +43,5 @@ CORRECT_VARIANTS: dict[str, list[Variant]] = {
     "05_multi_head_attention": multi_head_attention.CORRECT_VARIANTS,
     "06_complexity": complexity.CORRECT_VARIANTS,
     "07_fused_attention": fused_attention.CORRECT_VARIANTS,
+    "08_flash_backward": flash_backward.CORRECT_VARIANTS,
 }

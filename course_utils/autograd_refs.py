@@ -1,0 +1,58 @@
+"""PyTorch's own answers for attention's backward pass, for tests to compare against.
+
+Both are built from PyTorch built-ins, never from a solution, so visible tests may use them.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+
+
+def sdpa_gradients(Q: torch.Tensor, K: torch.Tensor, V: torch.Tensor, dO: torch.Tensor,
+                   **options: Any) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """(dQ, dK, dV) of ``sum(F.scaled_dot_product_attention(Q, K, V, **options) * dO)``, by autograd.
+
+    Returns:
+        (dQ like Q, dK like K, dV like V), in the inputs' dtype.
+    """
+    leaves = [t.detach().clone().requires_grad_() for t in (Q, K, V)]
+    with torch.enable_grad():
+        out = F.scaled_dot_product_attention(*leaves, **options)
+        return tuple(torch.autograd.grad(out, leaves, dO))  # type: ignore[return-value]
+
+
+def logsumexp_of_scores(Q: torch.Tensor, K: torch.Tensor, scale: float | None = None, is_causal: bool = False) -> torch.Tensor:
+    """The forward's L: the natural-log logsumexp of each row of scaled scores, top-left causal mask.
+
+    Computed in float64 and returned in Q's dtype, or float32 for float16 and bfloat16 inputs (as the
+    kernels keep L).
+
+    Returns:
+        L [..., T_q].
+    """
+    s = Q.double() @ K.double().transpose(-2, -1) * (Q.shape[-1] ** -0.5 if scale is None else scale)
+    if is_causal:
+        s = s.masked_fill(torch.ones(s.shape[-2:], dtype=torch.bool, device=Q.device).triu(1), float("-inf"))
+    return torch.logsumexp(s, dim=-1).to(torch.promote_types(Q.dtype, torch.float32))
+
+
+def tile_function_stand_ins() -> dict[str, Any]:
+    """PyTorch in place of notebook 08's two tile functions, for tests of what is built on them.
+
+    A test of the autograd.Function runs with these, so that a slip in ``flash_attention_forward`` or
+    ``flash_attention_backward`` costs points on their own tests only.
+
+    Returns:
+        {"flash_attention_forward": (Q, K, V, ...) -> (O, L), "flash_attention_backward": (...) -> (dQ, dK, dV)}.
+    """
+    def forward(Q, K, V, is_causal=False, scale=None, **_):
+        O = F.scaled_dot_product_attention(Q, K, V, is_causal=is_causal, scale=scale)
+        return O, logsumexp_of_scores(Q, K, scale=scale, is_causal=is_causal)
+
+    def backward(Q, K, V, O, dO, L, is_causal=False, scale=None, **_):
+        return sdpa_gradients(Q, K, V, dO, is_causal=is_causal, scale=scale)
+
+    return {"flash_attention_forward": forward, "flash_attention_backward": backward}
