@@ -40,13 +40,14 @@ def logsumexp_of_scores(Q: torch.Tensor, K: torch.Tensor, scale: float | None = 
 
 
 def tile_function_stand_ins() -> dict[str, Any]:
-    """PyTorch in place of notebook 08's two tile functions, for tests of what is built on them.
+    """PyTorch in place of notebook 08's forward and backward functions, for tests of what is built on them.
 
-    A test of the autograd.Function runs with these, so that a slip in ``flash_attention_forward`` or
-    ``flash_attention_backward`` costs points on their own tests only.
+    A test of an autograd.Function runs with these, so that a slip in the tiles (``flash_attention_forward``,
+    ``flash_attention_backward``) or the kernels (``flash_attention_triton``, ``flash_attention_backward_triton``)
+    costs points on their own tests only.
 
     Returns:
-        {"flash_attention_forward": (Q, K, V, ...) -> (O, L), "flash_attention_backward": (...) -> (dQ, dK, dV)}.
+        {name: (Q, K, V, ...) -> (O, L) for the forwards, (Q, K, V, O, dO, L, ...) -> (dQ, dK, dV) for the backwards}.
     """
     def forward(Q, K, V, is_causal=False, scale=None, **_):
         O = F.scaled_dot_product_attention(Q, K, V, is_causal=is_causal, scale=scale)
@@ -55,4 +56,5 @@ def tile_function_stand_ins() -> dict[str, Any]:
     def backward(Q, K, V, O, dO, L, is_causal=False, scale=None, **_):
         return sdpa_gradients(Q, K, V, dO, is_causal=is_causal, scale=scale)
 
-    return {"flash_attention_forward": forward, "flash_attention_backward": backward}
+    return {"flash_attention_forward": forward, "flash_attention_backward": backward,
+            "flash_attention_triton": forward, "flash_attention_backward_triton": backward}

@@ -81,6 +81,16 @@ def flash_attention_backward(Q, K, V, O, dO, L, is_causal=False, scale=None, blo
             edits=(("    for k_start in range(0, k_end, BLOCK_N):\n        keys = k_start + offs_n",
                     "    for k_start in range(0, T_k, BLOCK_N):\n        if k_start >= k_end:\n            break\n        keys = k_start + offs_n"),),
             loses=("test_flash_attention_backward_triton",)),
+    Variant("the pasted 07 kernel writes L in base 2", "flash_attention_triton",
+            edits=(("lse = (m_i + tl.log2(l_i)) * 0.6931471805599453", "lse = m_i + tl.log2(l_i)"),),
+            loses=("test_flash_attention_triton_from_07",)),
+    Variant("FlashAttentionTriton.backward returns dK in dQ's place", "FlashAttentionTriton",
+            edits=(("return dQ, dK, dV, None, None", "return dK, dQ, dV, None, None"),), loses=("test_flash_attention_fused",)),
+    Variant("FlashAttentionTriton also saves P for the backward pass", "FlashAttentionTriton",
+            edits=(("ctx.save_for_backward(Q, K, V, O, L)",
+                    "P = torch.softmax(Q @ K.transpose(-2, -1), dim=-1)\n        ctx.save_for_backward(Q, K, V, O, L, P)"),
+                   ("Q, K, V, O, L = ctx.saved_tensors", "Q, K, V, O, L, P = ctx.saved_tensors")),
+            loses=("test_flash_attention_fused",)),
 ]
 
 CORRECT_VARIANTS = [
