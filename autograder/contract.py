@@ -140,9 +140,9 @@ def _showcase_cell_problems(cell: dict[str, Any], showcased: list[str]) -> list[
     found: list[str] = []
     where = f"showcase cell {nbgrader_meta(cell)['grade_id']}"
     source = cell_source(cell)
-    before, _, rest = source.partition("### BEGIN SOLUTION")
-    region, _, after = rest.partition("### END SOLUTION")
-    if not rest or not _:
+    before, begin, rest = source.partition("### BEGIN SOLUTION")
+    _, end, after = rest.partition("### END SOLUTION")
+    if not begin or not end:
         return [f"{where}: needs a ### BEGIN SOLUTION / ### END SOLUTION region"]
     if any(line.strip() and not line.lstrip().startswith("#") for line in (before + after).splitlines()):
         found.append(f"{where}: all of its code must be inside the solution region (only comments outside)")

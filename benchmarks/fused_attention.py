@@ -1,4 +1,4 @@
-"""Notebook 07's fused attention kernels against the built-in and naive attention.
+"""Notebooks 07 and 08: the fused attention kernels, forward and backward, against the built-in and naive attention.
 
 On a CUDA GPU (forward pass only), for each dtype (float16, bfloat16), head dim d (64, 128),
 causal and not, and T in 1024 ... 16384, with B = 16384 // T sequences and H = 16 heads, so that

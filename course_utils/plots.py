@@ -108,3 +108,47 @@ def program_map(
     ax.grid(False)
     ax.set_title(title or f"the {label} that touches each element (hatched: masked lanes)")
     return ax
+
+
+SKIPPED, MASKED, FULL = 0, 1, 2  # the kinds of tile in causal attention
+
+
+def causal_tile_status(n_q: int, n_k: int, block_q: int, block_k: int) -> torch.Tensor:
+    """For causal (top-left) attention in tiles: SKIPPED, MASKED or FULL per [query block, key block].
+
+    A tile is skipped when all its keys lie in its queries' future, masked when it crosses the
+    diagonal, and full when every query sees every key.
+
+    Returns:
+        [n_q, n_k] int64.
+    """
+    first_query = torch.arange(n_q)[:, None] * block_q
+    last_query = first_query + block_q - 1
+    first_key = torch.arange(n_k)[None, :] * block_k
+    last_key = first_key + block_k - 1
+    return torch.where(first_key > last_query, SKIPPED, torch.where(last_key > first_query, MASKED, FULL))
+
+
+def causal_tile_map(status: torch.Tensor, *, keys_outside: bool = False, ax: Axes | None = None, title: str | None = None) -> Axes:
+    """Draw ``causal_tile_status``: full tiles blue, masked orange, skipped white.
+
+    ``keys_outside``: number each computed tile by the step at which its key block's loop over query
+    blocks reaches it (the backward pass's order).
+    """
+    from matplotlib.colors import ListedColormap
+    from matplotlib.patches import Patch
+
+    colours = ["white", "tab:orange", "tab:blue"]
+    ax = _new_axes(ax, figsize=(4.2, 4.2))
+    ax.imshow(status, cmap=ListedColormap(colours), vmin=SKIPPED, vmax=FULL)
+    if keys_outside:
+        for j in range(status.shape[1]):
+            computed = (status[:, j] != SKIPPED).nonzero().flatten().tolist()
+            for step, i in enumerate(computed):
+                ax.text(j, i, str(step), ha="center", va="center", fontsize=8)
+    ax.legend(handles=[Patch(facecolor=c, edgecolor="gray", label=k) for c, k in zip(colours, ("skipped", "masked", "full"))],
+              loc="upper right", fontsize=8)
+    ax.set(xlabel="key block j" + (" (the outer loop)" if keys_outside else ""), ylabel="query block i",
+           title=title or "causal attention in tiles")
+    ax.grid(False)
+    return ax

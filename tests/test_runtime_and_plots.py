@@ -56,3 +56,13 @@ def test_bar_weights_labels_each_bar() -> None:
     assert [round(p.get_height(), 3) for p in ax.patches] == [0.125, 0.25, 0.625]
     assert [t.get_text() for t in ax.texts] == ["0.12", "0.25", "0.62"]
     plt.close("all")
+
+
+@pytest.mark.parametrize("n_q, n_k, block_q, block_k", [(8, 8, 32, 32), (6, 3, 16, 32), (3, 5, 32, 16)])
+def test_causal_tile_status_agrees_with_the_element_mask(n_q, n_k, block_q, block_k) -> None:
+    from course_utils.plots import FULL, MASKED, SKIPPED, causal_tile_status
+
+    visible = torch.ones(n_q * block_q, n_k * block_k, dtype=torch.bool).tril()  # query i sees keys 0..i
+    tiles = visible.reshape(n_q, block_q, n_k, block_k).transpose(1, 2).flatten(2)
+    expected = torch.where(~tiles.any(-1), SKIPPED, torch.where(tiles.all(-1), FULL, MASKED))
+    assert torch.equal(causal_tile_status(n_q, n_k, block_q, block_k), expected)
