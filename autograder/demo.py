@@ -1,8 +1,10 @@
 """``demo``: a small synthetic class, graded end to end, for a newcomer to watch.
 
-Five students hand in notebook 01: one who solved it, one who handed in the
-untouched release, and three who each made a typical mistake. The demo grades them
-exactly as ``grade`` would and prints the table.
+Five students hand in the first notebook and the last. One solved both, one handed
+in the untouched releases, and three made typical mistakes from ``autograder/mistakes``
+(one per notebook, or none). Notebook 08's class includes a Triton kernel that the
+CPU interpreter runs but no GPU compiler builds: the hidden compile check catches it.
+The demo grades them exactly as ``grade`` would and prints the table.
 """
 
 from __future__ import annotations
@@ -13,26 +15,39 @@ from pathlib import Path
 
 from .grading.pipeline import GradingReport, format_table, grade
 from .mistakes import MISTAKES
-from .submissions import released, slug, solved, write_submission
+from .submissions import released, solved, write_submission
 
-DEMO_ASSIGNMENT = "01_soft_dictionary_lookup"
-DEMO_MISTAKES = (
-    "softmax without subtracting the max",
-    "soft_lookup computes keys @ query (one query only)",
-    "attention_entropy gives NaN for zero weights (0 * log 0)",
-)
+# assignment -> the typical mistakes handed in for it; the n-th one by the n-th student of MISTAKEN
+DEMO_MISTAKES: dict[str, tuple[str, ...]] = {
+    "01_soft_dictionary_lookup": (
+        "softmax without subtracting the max",
+        "soft_lookup computes keys @ query (one query only)",
+        "attention_entropy gives NaN for zero weights (0 * log 0)",
+    ),
+    "08_flash_backward": (
+        "attention_backward drops the scale in dQ",
+        "the dQ kernel leaves its loop with break (the interpreter runs it, no GPU compiler builds it)",
+    ),
+}
+DEMO_ASSIGNMENTS = tuple(DEMO_MISTAKES)
+# Students who each make one mistake per notebook (or none, once their list runs out).
+MISTAKEN = ("ada", "ben", "cleo")
 
 
-def build_class(folder: Path, assignment: str = DEMO_ASSIGNMENT) -> dict[str, str]:
-    """Write the demo submissions under ``folder``; returns student id -> what they did."""
-    roster = {"solved": "the solution", "untouched": "the released notebook, not filled in"}
-    write_submission(folder, "solved", assignment, solved(assignment))
-    write_submission(folder, "untouched", assignment, released(assignment))
-    by_name = {m.name: m for m in MISTAKES[assignment]}
-    for name in DEMO_MISTAKES:
-        student = slug(name)
-        write_submission(folder, student, assignment, solved(assignment, [by_name[name]]))
-        roster[student] = f"mistake: {name}"
+def build_class(folder: Path, assignments: tuple[str, ...] = DEMO_ASSIGNMENTS) -> dict[str, list[str]]:
+    """Write the demo submissions under ``folder``; returns student id -> what they handed in."""
+    roster: dict[str, list[str]] = {"solved": [], "untouched": [], **{name: [] for name in MISTAKEN}}
+    for assignment in assignments:
+        number = assignment[:2]
+        write_submission(folder, "solved", assignment, solved(assignment))
+        roster["solved"].append(f"{number}: the solution")
+        write_submission(folder, "untouched", assignment, released(assignment))
+        roster["untouched"].append(f"{number}: the release, not filled in")
+        by_name = {m.name: m for m in MISTAKES[assignment]}
+        mistakes = DEMO_MISTAKES[assignment]
+        for student, mistake in zip(MISTAKEN, [*mistakes, *[None] * (len(MISTAKEN) - len(mistakes))]):
+            write_submission(folder, student, assignment, solved(assignment, [by_name[mistake]] if mistake else []))
+            roster[student].append(f"{number}: {mistake or 'solved'}")
     return roster
 
 
@@ -41,12 +56,12 @@ def run_demo(out: Path | None = None) -> GradingReport:
         submissions = Path(tmp) / "submissions"
         roster = build_class(submissions)
         out = out or Path(tmp) / "out"
-        print(f"Grading a synthetic class of {len(roster)} for {DEMO_ASSIGNMENT}:")
-        for student, what in roster.items():
-            print(f"  {student:<58} {what}")
+        print(f"Grading a synthetic class of {len(roster)} for {' and '.join(DEMO_ASSIGNMENTS)}:")
+        for student, handed_in in roster.items():
+            print(f"  {student:<10} {'; '.join(handed_in)}")
         print()
         # Two workers where there are two cores: the class is graded in about half the time.
-        report = grade(submissions, out, assignments=[DEMO_ASSIGNMENT], jobs=min(2, os.cpu_count() or 1))
+        report = grade(submissions, out, assignments=list(DEMO_ASSIGNMENTS), jobs=min(2, os.cpu_count() or 1))
         print()
         print(format_table(report))
         if out != Path(tmp) / "out":

@@ -152,3 +152,33 @@ def causal_tile_map(status: torch.Tensor, *, keys_outside: bool = False, ax: Axe
            title=title or "causal attention in tiles")
     ax.grid(False)
     return ax
+
+
+# The H100 SXM's spec-sheet figures (dense bf16 tensor-core FLOP/s, HBM3 bytes/s): notebooks 06 and 08 place attention on its roofline.
+H100_SXM_BF16 = (989e12, 3.35e12)
+
+
+def roofline(
+    peak_flops: float,
+    bandwidth: float,
+    points: dict[str, float],
+    *,
+    ax: Axes | None = None,
+    title: str | None = None,
+) -> Axes:
+    """Draw the roofline min(peak, intensity x bandwidth) on log-log axes, with each point of ``points``
+    (label -> arithmetic intensity in FLOP/byte) placed on it and the ridge point marked.
+    """
+    import numpy as np
+
+    ax = _new_axes(ax, figsize=(5.0, 3.4))
+    ridge = peak_flops / bandwidth
+    low, high = min([ridge, *points.values()]) / 10, max([ridge, *points.values()]) * 10
+    intensities = np.logspace(np.log10(low), np.log10(high), 200)
+    ax.loglog(intensities, np.minimum(peak_flops, intensities * bandwidth), "k-", label=f"roofline (ridge {ridge:.0f} FLOP/B)")
+    ax.axvline(ridge, color="gray", lw=0.8, ls=":")
+    for (label, intensity), marker in zip(points.items(), "o^sDvP*X"):
+        ax.loglog(intensity, min(peak_flops, intensity * bandwidth), marker, label=f"{label} ({intensity:.0f} FLOP/B)")
+    ax.set(title=title, xlabel="arithmetic intensity (FLOP/byte)", ylabel="attainable FLOP/s")
+    ax.legend(fontsize=7)
+    return ax

@@ -66,3 +66,16 @@ def test_causal_tile_status_agrees_with_the_element_mask(n_q, n_k, block_q, bloc
     tiles = visible.reshape(n_q, block_q, n_k, block_k).transpose(1, 2).flatten(2)
     expected = torch.where(~tiles.any(-1), SKIPPED, torch.where(tiles.all(-1), FULL, MASKED))
     assert torch.equal(causal_tile_status(n_q, n_k, block_q, block_k), expected)
+
+
+def test_roofline_places_each_point_under_the_roof() -> None:
+    from course_utils.plots import roofline
+
+    peak, bandwidth = 100.0, 10.0  # ridge at 10 FLOP/byte
+    ax = roofline(peak, bandwidth, {"memory-bound": 2.0, "compute-bound": 50.0})
+    roof, *points = ax.get_lines()[:1] + ax.get_lines()[2:]
+    xs, ys = roof.get_data()
+    assert ys.max() == peak and abs(ys[0] - xs[0] * bandwidth) < 1e-9 * ys[0]
+    assert [(float(p.get_xdata()[0]), float(p.get_ydata()[0])) for p in points] == [(2.0, 20.0), (50.0, 100.0)]
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == ["roofline (ridge 10 FLOP/B)", "memory-bound (2 FLOP/B)", "compute-bound (50 FLOP/B)"]
+    plt.close("all")
