@@ -53,6 +53,7 @@ def _grade(args: argparse.Namespace) -> int:
             memory_limit=int(args.memory_limit * 2**30) if args.memory_limit > 0 else None,
             reuse=not args.regrade,
             sandbox=not args.no_sandbox,
+            gradebook=args.gradebook,
         )
     except ValueError as error:
         print(f"error: {error}", file=sys.stderr)
@@ -65,6 +66,13 @@ def _grade(args: argparse.Namespace) -> int:
     out = Path(args.out)
     print(f"\n{len(report.grades)} grade row(s){reused} in {time.monotonic() - started:.0f} s; written to {out / 'grades.csv'}")
     print(f"for the LMS: {out / 'gradebook.csv'}; class summary: {out / 'summary.md'} and {out / 'summary.png'}")
+    if report.gradebook:
+        export = report.gradebook
+        added = f"; assignments added to it: {', '.join(export.assignments_added)}" if export.assignments_added else ""
+        print(
+            f"nbgrader gradebook {export.url}: {len(export.written)} graded submission(s), {len(export.not_graded)} handed in but not gradable "
+            f"(zeros, with the reason as a comment), {len(export.missing)} missing left out{added}"
+        )
     return 0
 
 
@@ -119,6 +127,11 @@ def main(argv: list[str] | None = None) -> int:
         help="grade without bubblewrap where it cannot run: submissions then run with your rights, and every row says so",
     )
     grade.add_argument("--regrade", action="store_true", help="grade everything again, even submissions unchanged since the last run into --out")
+    grade.add_argument(
+        "--gradebook",
+        metavar="URL",
+        help="also write the scores into this nbgrader gradebook (SQLAlchemy URL, e.g. sqlite:///gradebook.db) for review in formgrader",
+    )
     grade.set_defaults(run=_grade)
 
     site = commands.add_parser("site", help="run the solution notebooks and build a static web site of them for self-learners")

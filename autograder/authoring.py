@@ -1,41 +1,22 @@
-"""Build nbgrader source notebooks from Python: cells with the right metadata.
+"""The course's standard cells, stamped into every notebook, and the cell builders they use.
 
-The ``.ipynb`` files in ``solutions/`` are the source of truth; edit them in
-JupyterLab (nbgrader's "Create Assignment" toolbar) or with these helpers from a
-script. The helpers write exactly the metadata the grading contract expects
-(see ``autograder/CONTRACT.md``), so a notebook built with them passes
-``autograder.contract`` checks by construction of its metadata.
+The ``.ipynb`` files in ``solutions/`` are the source of truth; edit them in JupyterLab
+(nbgrader's "Create Assignment" toolbar) or with nbformat from a script. ``release`` calls
+``stamp_course_cells`` on each of them (and nbgrader_ext.course_cells on each student version).
 """
 
 from __future__ import annotations
 
 import textwrap
-from typing import Any
 
 import nbformat
 from nbformat.notebooknode import NotebookNode
 
 SCHEMA_VERSION = 3  # nbgrader's cell-metadata schema in 0.9.x
 
-KERNELSPEC = {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"}
-
 
 def _clean(text: str) -> str:
     return textwrap.dedent(text).strip("\n")
-
-
-def _nbgrader(grade_id: str, *, grade: bool, solution: bool, locked: bool, points: float | None = None) -> dict[str, Any]:
-    meta: dict[str, Any] = {
-        "grade": grade,
-        "grade_id": grade_id,
-        "locked": locked,
-        "schema_version": SCHEMA_VERSION,
-        "solution": solution,
-        "task": False,
-    }
-    if points is not None:
-        meta["points"] = points
-    return meta
 
 
 def markdown(text: str) -> NotebookNode:
@@ -48,31 +29,19 @@ def code(text: str) -> NotebookNode:
     return nbformat.v4.new_code_cell(_clean(text))
 
 
-def solution(grade_id: str, text: str) -> NotebookNode:
-    """An autograded-answer cell: definitions only, with ``### BEGIN/END SOLUTION`` regions."""
-    cell = nbformat.v4.new_code_cell(_clean(text))
-    cell.metadata["nbgrader"] = _nbgrader(grade_id, grade=False, solution=True, locked=False)
-    return cell
-
-
 def tests(grade_id: str, points: float, text: str) -> NotebookNode:
-    """An autograder-tests cell worth ``points``; may hold a ``### BEGIN/END HIDDEN TESTS`` region."""
+    """An autograder-tests cell worth ``points``, with the metadata the grading contract expects."""
     cell = nbformat.v4.new_code_cell(_clean(text))
-    cell.metadata["nbgrader"] = _nbgrader(grade_id, grade=True, solution=False, locked=True, points=points)
+    cell.metadata["nbgrader"] = {
+        "grade": True,
+        "grade_id": grade_id,
+        "locked": True,
+        "points": points,
+        "schema_version": SCHEMA_VERSION,
+        "solution": False,
+        "task": False,
+    }
     return cell
-
-
-def notebook(cells: list[NotebookNode], *, title_id: str) -> NotebookNode:
-    """A notebook with stable cell ids (grade ids for graded cells), so rebuilding changes no byte."""
-    nb = nbformat.v4.new_notebook()
-    nb.metadata["kernelspec"] = dict(KERNELSPEC)
-    nb.metadata["language_info"] = {"name": "python"}
-    for index, cell in enumerate(cells):
-        grade_id = cell.metadata.get("nbgrader", {}).get("grade_id")
-        cell["id"] = grade_id or f"{title_id}-{index:02d}"
-    nb.cells = cells
-    nbformat.validate(nb)
-    return nb
 
 
 SELF_CHECK_INTRO_ID = "self-check-intro"

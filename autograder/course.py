@@ -53,6 +53,7 @@ class ScratchCourse:
     cell_timeout: int = CELL_TIMEOUT_S
     memory_limit: int | None = None
     sealed: bool = True
+    db_url: str | None = None  # the gradebook nbgrader writes; None: gradebook.db in the root
 
     @property
     def db_path(self) -> Path:
@@ -66,7 +67,7 @@ class ScratchCourse:
 
         config = course_config(
             self.root,
-            db_path=self.db_path,
+            db_url=self.db_url or f"sqlite:///{self.db_path}",
             source_dir=self.solutions_dir,
             release_dir=release_dir,
             cell_timeout=self.cell_timeout,

@@ -29,7 +29,8 @@ from .settings import NOTEBOOKS_DIR, SOLUTIONS_DIR
 
 
 def generate(solutions_dir: Path, out_dir: Path, assignments: list[str] | None = None) -> list[str]:
-    """Write the student version of each assignment to ``out_dir/NAME/``."""
+    """Write the student version of each assignment to ``out_dir/NAME/``: nbgrader's generate_assignment,
+    which also points the course cells at the student version (``nbgrader_ext.course_cells``)."""
     names = assignments or list_assignments(solutions_dir)
     with scratch_course(solutions_dir) as course:
         api = course.api(release_dir=out_dir)
@@ -38,22 +39,14 @@ def generate(solutions_dir: Path, out_dir: Path, assignments: list[str] | None =
     return names
 
 
-def stamp(folder: Path, name: str, *, student: bool) -> bool:
-    """Write the course cells (Colab badge and setup, self-check) into ``folder/NAME/NAME.ipynb``; True when the file changed."""
-    path = assignment_notebook(folder, name)
+def stamp_solution(solutions_dir: Path, name: str) -> bool:
+    """Write the course cells (Colab badge and setup, self-check) into the solution notebook; True when the file changed."""
+    path = assignment_notebook(solutions_dir, name)
     notebook = nbformat.read(path, as_version=4)
-    changed = stamp_course_cells(notebook, f"{'notebooks' if student else 'solutions'}/{name}/{name}.ipynb", student=student)
+    changed = stamp_course_cells(notebook, f"solutions/{name}/{name}.ipynb", student=False)
     if changed:
         nbformat.write(notebook, path)
     return changed
-
-
-def generate_stamped(solutions_dir: Path, out_dir: Path) -> list[str]:
-    """nbgrader's student versions, with badges that point at ``notebooks/`` instead of ``solutions/``."""
-    names = generate(solutions_dir, out_dir)
-    for name in names:
-        stamp(out_dir, name, student=True)
-    return names
 
 
 @contextlib.contextmanager
@@ -76,10 +69,10 @@ def release(solutions_dir: Path = SOLUTIONS_DIR, notebooks_dir: Path = NOTEBOOKS
 
 def _release(solutions_dir: Path, notebooks_dir: Path) -> list[str]:
     for name in list_assignments(solutions_dir):
-        stamp(solutions_dir, name, student=False)
+        stamp_solution(solutions_dir, name)
     staging = Path(tempfile.mkdtemp(prefix="release-")) / "notebooks"
     try:
-        names = generate_stamped(solutions_dir.resolve(), staging)  # fails before notebooks/ is touched
+        names = generate(solutions_dir.resolve(), staging)  # fails before notebooks/ is touched
         shutil.rmtree(notebooks_dir, ignore_errors=True)
         shutil.copytree(staging, notebooks_dir)
     finally:
@@ -91,7 +84,7 @@ def stale_notebooks(solutions_dir: Path = SOLUTIONS_DIR, notebooks_dir: Path = N
     """Files under ``notebooks_dir`` that differ from a fresh release, are missing, or are extra."""
     with tempfile.TemporaryDirectory(prefix="release-check-") as tmp:
         fresh = Path(tmp) / "notebooks"
-        generate_stamped(solutions_dir.resolve(), fresh)
+        generate(solutions_dir.resolve(), fresh)
         expected = _files(fresh)
         actual = _files(notebooks_dir) if notebooks_dir.is_dir() else set()
         problems = [f"course cells (Colab badge, setup, self-check) out of date: solutions/{n}/{n}.ipynb" for n in list_assignments(solutions_dir) if _unstamped(solutions_dir, n)]

@@ -38,7 +38,7 @@ IGNORED_STDERR = r"(\w+Warning: |Matplotlib is building the font cache)"
 def course_config(
     course_root: Path,
     *,
-    db_path: Path,
+    db_url: str,
     source_dir: Path | str = "source",
     release_dir: Path | str = "release",
     cell_timeout: int = CELL_TIMEOUT_S,
@@ -46,7 +46,7 @@ def course_config(
     sealed: bool = True,
     report_dir: Path | None = None,
 ) -> Config:
-    """nbgrader configuration for a course rooted at ``course_root``.
+    """nbgrader configuration for a course rooted at ``course_root``, its gradebook at ``db_url`` (SQLAlchemy).
 
     ``source_dir`` and ``release_dir`` are relative to the root or absolute. ``cell_timeout``
     (seconds) and ``memory_limit`` (bytes, or None) bound what one notebook may take.
@@ -59,11 +59,11 @@ def course_config(
     c.CourseDirectory.root = str(course_root)
     c.CourseDirectory.source_directory = str(source_dir)
     c.CourseDirectory.release_directory = str(release_dir)
-    c.CourseDirectory.db_url = f"sqlite:///{db_path}"
+    c.CourseDirectory.db_url = db_url
     c.CourseDirectory.ignore = [".ipynb_checkpoints", "*.pyc", "__pycache__", ".DS_Store"]
 
     c.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE\nraise NotImplementedError()"}
-    c.GenerateAssignment.preprocessors = _with_showcase_withheld()
+    c.GenerateAssignment.preprocessors = _generate_assignment_steps()
 
     # Grading runs the notebook sealed and decides verdicts in a trusted replay (CONTRACT.md).
     c.SealedExecute.solutions_dir = str(Path(course_root) / source_dir)
@@ -95,16 +95,18 @@ def course_config(
     return c
 
 
-def _with_showcase_withheld() -> list[Any]:
-    """nbgrader's generate_assignment steps, with the showcase cells withheld before solutions are cleared."""
+def _generate_assignment_steps() -> list[Any]:
+    """nbgrader's generate_assignment steps, with the showcase cells withheld before solutions are
+    cleared and the student's course cells stamped last."""
     from nbgrader.converters import GenerateAssignment
     from nbgrader.preprocessors import ClearSolutions
 
+    from .nbgrader_ext.course_cells import StampStudentCells
     from .nbgrader_ext.showcase import WithholdShowcase
 
     steps = list(GenerateAssignment.class_traits()["preprocessors"].default())
     steps.insert(steps.index(ClearSolutions), WithholdShowcase)
-    return steps
+    return [*steps, StampStudentCells]
 
 
 def put_environment_on_path() -> None:

@@ -38,10 +38,6 @@ class MemoryReport:
     _owners: dict[int, int] = field(default_factory=dict)  # storage address -> live tensors using it
     _sizes: dict[int, int] = field(default_factory=dict)  # storage address -> bytes
 
-    @property
-    def peak_mib(self) -> float:
-        return self.peak_bytes / 2**20
-
     def _adopt(self, tensor: torch.Tensor) -> None:
         storage = tensor.untyped_storage()
         address, size = storage.data_ptr(), storage.nbytes()

@@ -10,7 +10,7 @@ import sys
 from autograder.contract import problems
 from autograder.course import list_assignments
 from autograder.nbgrader_ext.showcase import is_showcase
-from autograder.release import generate_stamped, stale_notebooks
+from autograder.release import generate, stale_notebooks
 from autograder.settings import NOTEBOOKS_DIR, SOLUTIONS_DIR
 from course_utils.reference import cell_source, is_solution_cell
 
@@ -20,8 +20,8 @@ def test_notebooks_are_in_sync_with_solutions() -> None:
 
 
 def test_release_is_deterministic(tmp_path) -> None:
-    generate_stamped(SOLUTIONS_DIR, tmp_path / "a")
-    generate_stamped(SOLUTIONS_DIR, tmp_path / "b")
+    generate(SOLUTIONS_DIR, tmp_path / "a")
+    generate(SOLUTIONS_DIR, tmp_path / "b")
     for name in list_assignments():
         first = (tmp_path / "a" / name / f"{name}.ipynb").read_bytes()
         assert first == (tmp_path / "b" / name / f"{name}.ipynb").read_bytes()

@@ -24,6 +24,7 @@ from ..course import empty_gradebook, list_assignments
 from ..settings import CELL_TIMEOUT_S, MEMORY_LIMIT_BYTES, SOLUTIONS_DIR
 from .cache import CACHE_FILE, GradingCache, fingerprint
 from .executors import grading_executor
+from .gradebook_export import GradebookExport, check_gradebook_url, export_to_gradebook
 from .intake import DEFAULT_STUDENT_PATTERN, Handin, Intake, opened, take_in
 from .models import (
     AssignmentSpec,
@@ -50,6 +51,7 @@ class GradingReport:
     grades: list[GradeRow] = field(default_factory=list)
     tests: list[TestRow] = field(default_factory=list)
     reused: int = 0  # pairs whose rows came from an earlier run: nothing they depend on changed
+    gradebook: GradebookExport | None = None  # what grade(gradebook=URL) wrote into nbgrader's gradebook
 
     def row_of(self, student_id: str, assignment: str) -> GradeRow:
         return next(r for r in self.grades if r.student_id == student_id and r.assignment == assignment)
@@ -73,6 +75,7 @@ def grade(
     memory_limit: int | None = MEMORY_LIMIT_BYTES,
     reuse: bool = True,
     sandbox: bool = True,
+    gradebook: str | None = None,
 ) -> GradingReport:
     """Grade everything in ``submissions``; write CSVs and feedback under ``out``.
 
@@ -90,6 +93,8 @@ def grade(
     """
     submissions, out = submissions.resolve(), out.resolve()
     _check_paths(submissions, out, solutions_dir)
+    if gradebook:
+        check_gradebook_url(gradebook)
     if sandbox and scheduler is None and (problem := sandbox_problem()):
         raise ValueError(f"cannot seal the grading runs here ({problem}); install bubblewrap, or pass --no-sandbox to grade unsealed")
     known = list_assignments(solutions_dir)
@@ -160,6 +165,8 @@ def grade(
     write_summary(report.grades, report.tests, specs, out)
     if failure is not None:
         raise failure
+    if gradebook:
+        report.gradebook = export_to_gradebook(gradebook, report.grades, report.tests, solutions_dir)
     return report
 
 

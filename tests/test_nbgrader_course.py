@@ -1,0 +1,153 @@
+"""The checkout as a stock nbgrader course: nbgrader's own commands, the exchange, and formgrader's gradebook.
+
+An instructor who runs nbgrader on JupyterHub releases through the exchange, collects, and
+reviews in formgrader. This test drives that round trip with nbgrader's commands in a copy of
+the checkout's course files (nbgrader_config.py and one assignment's source), then grades what
+``collect`` gathered with ``python -m autograder grade --gradebook`` and reads the scores back
+through nbgrader's ``Gradebook`` API.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from autograder.grading.models import AssignmentSpec
+from autograder.nbgrader_ext.feedback import REDACTED_NOTE
+from autograder.mistakes import MISTAKES
+from autograder.settings import NOTEBOOKS_DIR, REPO_ROOT, SOLUTIONS_DIR
+from autograder.submissions import solved
+
+pytestmark = pytest.mark.slow
+
+ASSIGNMENT = "01_soft_dictionary_lookup"
+COURSE_ID = "attention"
+MISTAKE = next(m for m in MISTAKES[ASSIGNMENT] if m.name == "softmax without subtracting the max")
+
+
+def nbgrader(*args: str, cwd: Path, exchange: Path) -> str:
+    """One stock nbgrader command, as an instructor or a student types it; its log, or the test fails with it."""
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+    command = [sys.executable, "-m", "nbgrader", *args, f"--Exchange.root={exchange}", f"--CourseDirectory.course_id={COURSE_ID}"]
+    result = subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, f"nbgrader {' '.join(args)} failed:\n{result.stdout[-3000:]}\n{result.stderr[-3000:]}"
+    return result.stdout + result.stderr
+
+
+@pytest.fixture(scope="module")
+def course(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The course files of the checkout, copied: nbgrader writes its gradebook and folders beside them."""
+    root = tmp_path_factory.mktemp("course")
+    shutil.copy(REPO_ROOT / "nbgrader_config.py", root)
+    shutil.copytree(SOLUTIONS_DIR / ASSIGNMENT, root / "solutions" / ASSIGNMENT)
+    return root
+
+
+def test_stock_generate_assignment_writes_what_release_commits(course: Path, tmp_path: Path) -> None:
+    nbgrader("generate_assignment", ASSIGNMENT, cwd=course, exchange=tmp_path)
+    generated = course / "notebooks" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
+    assert generated.read_bytes() == (NOTEBOOKS_DIR / ASSIGNMENT / f"{ASSIGNMENT}.ipynb").read_bytes()
+    assert (course / "gradebook.db").is_file()  # where nbgrader_config.py puts it: in the course, git-ignored
+
+
+def test_exchange_round_trip_then_grade_into_the_gradebook(course: Path, tmp_path: Path) -> None:
+    from nbgrader.api import Gradebook
+
+    exchange = tmp_path / "exchange"
+    exchange.mkdir()
+    if not (course / "notebooks" / ASSIGNMENT).is_dir():  # when this test runs alone
+        nbgrader("generate_assignment", ASSIGNMENT, cwd=course, exchange=exchange)
+    nbgrader("release_assignment", ASSIGNMENT, cwd=course, exchange=exchange)
+
+    handed_in = {"alice": solved(ASSIGNMENT), "bob": solved(ASSIGNMENT, [MISTAKE])}
+    for student, notebook in handed_in.items():
+        home = tmp_path / student
+        home.mkdir()
+        nbgrader("fetch_assignment", ASSIGNMENT, cwd=home, exchange=exchange)
+        fetched = home / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
+        assert fetched.read_bytes() == (NOTEBOOKS_DIR / ASSIGNMENT / f"{ASSIGNMENT}.ipynb").read_bytes()
+        nbformat.write(notebook, fetched)  # the student's work, saved over the fetched notebook
+        # One OS user plays both students here; on JupyterHub each submits as themselves.
+        nbgrader("submit", ASSIGNMENT, f"--student={student}", cwd=home, exchange=exchange)
+    nbgrader("collect", ASSIGNMENT, "--CollectApp.check_owner=False", cwd=course, exchange=exchange)
+    submitted = course / "submitted"
+    assert sorted(p.name for p in submitted.iterdir()) == ["alice", "bob"]
+
+    # Stock autograde works in this course too (sealed, verdicts from the trusted replay).
+    nbgrader("autograde", ASSIGNMENT, "--student=alice", cwd=course, exchange=exchange)
+    spec = AssignmentSpec.load(SOLUTIONS_DIR, ASSIGNMENT)
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gradebook:
+        assert gradebook.find_submission(ASSIGNMENT, "alice").score == spec.max_score
+    nbgrader("generate_feedback", ASSIGNMENT, "--student=alice", cwd=course, exchange=exchange)
+    feedback = (course / "feedback" / "alice" / ASSIGNMENT / f"{ASSIGNMENT}.html").read_text()
+    assert REDACTED_NOTE.removeprefix("# ") in feedback and "BEGIN HIDDEN TESTS" not in feedback  # hidden tests stay hidden
+
+    out = tmp_path / "grading-out"
+    url = f"sqlite:///{course / 'gradebook.db'}"
+    result = subprocess.run(
+        [sys.executable, "-m", "autograder", "grade", str(submitted), "--out", str(out), "--gradebook", url, "--no-feedback"],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    assert f"nbgrader gradebook {url}: 2 graded submission(s)" in result.stdout, result.stdout
+
+    with Gradebook(url) as gradebook:
+        alice, bob = (gradebook.find_submission(ASSIGNMENT, s) for s in ("alice", "bob"))
+        assert alice.score == spec.max_score and not alice.needs_manual_grade
+        lost = {test for test in MISTAKE.loses}
+        expected_bob = spec.max_score - sum(spec.tests[t] for t in lost)
+        assert bob.score == expected_bob, (bob.score, expected_bob)
+        for test in lost:
+            assert gradebook.find_grade(test, ASSIGNMENT, ASSIGNMENT, "bob").auto_score == 0
+        comments = [c.auto_comment for c in gradebook.find_submission_notebook(ASSIGNMENT, ASSIGNMENT, "bob").comments if c.auto_comment]
+        assert comments == [f"Autograder: graded (lost points on: {', '.join(MISTAKE.loses)})"], comments
+
+
+def test_gradebook_export_adds_a_missing_assignment_and_keeps_manual_grades(tmp_path: Path) -> None:
+    """Into an empty gradebook: the assignment is recorded as generate_assignment records it; a regrade keeps the
+    instructor's manual score and comment."""
+    from nbgrader.api import Gradebook
+
+    from autograder.grading.gradebook_export import export_to_gradebook
+    from autograder.grading.models import GradeRow, Kind, Outcome, TestRow
+
+    spec = AssignmentSpec.load(SOLUTIONS_DIR, ASSIGNMENT)
+    url = f"sqlite:///{tmp_path / 'gradebook.db'}"
+    first_test, *_ = spec.tests
+    grades = [
+        GradeRow("carol", ASSIGNMENT, spec.max_score - spec.tests[first_test], spec.max_score, Outcome(Kind.GRADED, f"lost points on: {first_test}")),
+        GradeRow("dan", ASSIGNMENT, 0.0, spec.max_score, Outcome(Kind.UNREADABLE, "not a notebook")),
+        GradeRow("erin", ASSIGNMENT, 0.0, spec.max_score, Outcome(Kind.MISSING, "no notebook")),
+    ]
+    tests = [TestRow("carol", ASSIGNMENT, t, 0.0 if t == first_test else p, p) for t, p in spec.tests.items()]
+    export = export_to_gradebook(url, grades, tests)
+    assert export.assignments_added == [ASSIGNMENT]
+    assert (export.written, export.not_graded, export.missing) == ([("carol", ASSIGNMENT)], [("dan", ASSIGNMENT)], [("erin", ASSIGNMENT)])
+
+    with Gradebook(url) as gradebook:
+        cells = {c.name: c.max_score for c in gradebook.find_notebook(ASSIGNMENT, ASSIGNMENT).grade_cells}
+        assert cells == spec.tests
+        assert gradebook.find_submission(ASSIGNMENT, "carol").score == grades[0].score
+        dan = gradebook.find_submission(ASSIGNMENT, "dan")
+        assert dan.score == 0
+        assert any(c.auto_comment == "Autograder: unreadable: not a notebook" for c in gradebook.find_submission_notebook(ASSIGNMENT, ASSIGNMENT, "dan").comments)
+        with pytest.raises(Exception, match="No such submission"):
+            gradebook.find_submission(ASSIGNMENT, "erin")
+        grade = gradebook.find_grade(first_test, ASSIGNMENT, ASSIGNMENT, "carol")
+        grade.manual_score = 1.0  # the instructor's review in formgrader
+        gradebook.db.commit()
+
+    export_to_gradebook(url, grades, tests)  # grading again
+    with Gradebook(url) as gradebook:
+        grade = gradebook.find_grade(first_test, ASSIGNMENT, ASSIGNMENT, "carol")
+        assert (grade.auto_score, grade.manual_score) == (0.0, 1.0)
+        assert gradebook.find_submission(ASSIGNMENT, "carol").score == grades[0].score + 1.0
