@@ -4,6 +4,7 @@ Each solution notebook is run top to bottom (or taken already executed) and conv
 HTML page with nbconvert: figures embedded as images, math rendered to MathML at build time
 (so the pages need no script and no network), and navigation between the notebooks in
 course order. ``index.html`` is the table of contents, with each notebook's learning goals.
+The pages come from the nbconvert template folder ``templates/solutions_site`` (package data).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import re
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import nbformat
 from nbformat.notebooknode import NotebookNode
@@ -23,6 +24,11 @@ from course_utils.reference import assignment_notebook
 
 from .course import list_assignments
 from .settings import SOLUTIONS_DIR
+
+if TYPE_CHECKING:  # nbconvert is imported where it is used: it is slow to import
+    from nbconvert import HTMLExporter
+
+TEMPLATES = Path(__file__).with_name("templates")  # nbconvert's "extra template base dir": one folder per template
 
 DISPLAY_MATH = re.compile(r"\$\$(.+?)\$\$", re.S)
 INLINE_MATH = re.compile(r"(?<![\\$])\$(?!\$)([^$\n]+?)(?<!\\)\$(?!\$)")
@@ -73,20 +79,26 @@ def latex_to_mathml(markdown: str) -> str:
     return "".join(pieces)
 
 
-def page_body(notebook: NotebookNode) -> str:
-    """The notebook as HTML (nbconvert's script-free basic template), math and links made static."""
-    from nbconvert import HTMLExporter
-
+def _static_markdown(notebook: NotebookNode, resources: dict[str, Any]) -> tuple[NotebookNode, dict[str, Any]]:
+    """nbconvert preprocessor: markdown that works offline (math as MathML, links to the pages, no Colab badge image)."""
     from course_utils.colab import BADGE_IMAGE
 
-    notebook = nbformat.from_dict(notebook)
     for cell in notebook.cells:
         if cell.cell_type == "markdown":
-            # The badge image lives on Colab's server; the site stays offline with a plain link.
+            # The badge image lives on Colab's server; the site stays offline with a plain label.
             cell.source = re.sub(rf'<img src="{re.escape(BADGE_IMAGE)}"[^>]*>', '<span class="colab">Open in Colab</span>', cell.source)
             cell.source = NOTEBOOK_LINK.sub(r"\1.html", latex_to_mathml(cell.source))
-    body, _ = HTMLExporter(template_name="basic").from_notebook_node(notebook)
-    return body
+    return notebook, resources
+
+
+def _site_exporter() -> HTMLExporter:
+    """nbconvert's HTML exporter with the site's template (``templates/solutions_site``, extending ``basic``)."""
+    from nbconvert import HTMLExporter
+
+    # Our folder as the only extra base: the default, the working directory, could shadow template names.
+    exporter = HTMLExporter(extra_template_basedirs=[str(TEMPLATES)], template_name="solutions_site")
+    exporter.register_preprocessor(_static_markdown, enabled=True)
+    return exporter
 
 
 def _title_and_goals(notebook: NotebookNode) -> tuple[str, str]:
@@ -110,40 +122,6 @@ def _pygments_css() -> str:
     return HtmlFormatter(style="default").get_style_defs(".highlight")
 
 
-STYLE = """
-body { font-family: system-ui, sans-serif; max-width: 60rem; margin: 0 auto; padding: 0 1rem 4rem; line-height: 1.5; color: #1b1b1b; }
-nav.course { display: flex; justify-content: space-between; gap: 1rem; padding: .75rem 0; border-bottom: 1px solid #ddd; margin-bottom: 1rem; }
-nav.course.bottom { border-top: 1px solid #ddd; border-bottom: none; margin-top: 2rem; }
-a { color: #0b57d0; }
-pre { background: #f6f8fa; padding: .6rem .8rem; overflow-x: auto; border-radius: 4px; font-size: .85rem; }
-.input_prompt, .prompt { display: none; }
-.output_area pre, .output_subarea pre { background: #fff; border-left: 3px solid #ddd; }
-.output_stderr pre { background: #fff5f5; }
-img { max-width: 100%; height: auto; }
-table { border-collapse: collapse; } th, td { border: 1px solid #ccc; padding: .2rem .5rem; }
-math[display="block"] { margin: .8rem 0; }
-ol.toc > li { margin-bottom: 1.2rem; }
-a.anchor-link { opacity: 0; text-decoration: none; margin-left: .3rem; } :hover > a.anchor-link { opacity: .4; }
-.colab { display: inline-block; padding: .1rem .5rem; border: 1px solid #f9ab00; border-radius: 4px; background: #fff8e1; font-size: .85rem; }
-"""
-
-
-def _document(title: str, body: str, nav: str = "") -> str:
-    bottom = nav.replace('class="course"', 'class="course bottom"')
-    return (
-        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-        "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
-        f"<title>{html.escape(title)}</title><style>{STYLE}{_pygments_css()}</style></head>"
-        f"<body>{nav}<main>{body}</main>{bottom}</body></html>\n"
-    )
-
-
-def _nav(names: list[str], index: int, titles: dict[str, str]) -> str:
-    previous = f'<a rel="prev" href="{names[index - 1]}.html">← {html.escape(titles[names[index - 1]])}</a>' if index > 0 else "<span></span>"
-    following = f'<a rel="next" href="{names[index + 1]}.html">{html.escape(titles[names[index + 1]])} →</a>' if index + 1 < len(names) else "<span></span>"
-    return f'<nav class="course">{previous}<a href="index.html">Contents</a>{following}</nav>'
-
-
 def build_site(out: Path, *, executed: dict[str, NotebookNode] | None = None, solutions_dir: Path = SOLUTIONS_DIR) -> list[Page]:
     """Write ``out/index.html`` and one page per notebook; run the notebooks not given in ``executed``."""
     out.mkdir(parents=True, exist_ok=True)
@@ -154,14 +132,12 @@ def build_site(out: Path, *, executed: dict[str, NotebookNode] | None = None, so
         notebooks[name] = (executed or {}).get(name) or run_notebook(assignment_notebook(solutions_dir, name))
         title, goals = _title_and_goals(notebooks[name])
         pages.append(Page(name, title, goals, time.perf_counter() - started))
-    titles = {p.name: p.title for p in pages}
+    exporter, css = _site_exporter(), _pygments_css()
     for index, page in enumerate(pages):
-        (out / f"{page.name}.html").write_text(_document(page.title, page_body(notebooks[page.name]), _nav(names, index, titles)), encoding="utf-8")
-    toc = "".join(f'<li><a href="{p.name}.html">{html.escape(p.title)}</a>{p.goals}</li>' for p in pages)
-    intro = (
-        "<h1>Attention, from lookup to kernel: the solutions</h1>"
-        "<p>Every notebook of the course, run top to bottom with its solutions, figures and test output. "
-        "Read them in order: each builds on the one before.</p>"
-    )
-    (out / "index.html").write_text(_document("Attention, from lookup to kernel", f'{intro}<ol class="toc">{toc}</ol>'), encoding="utf-8")
+        site = {"page": page, "previous": pages[index - 1] if index > 0 else None,
+                "following": pages[index + 1] if index + 1 < len(pages) else None, "pygments_css": css}
+        document, _ = exporter.from_notebook_node(notebooks[page.name], resources={"site": site})
+        (out / f"{page.name}.html").write_text(document, encoding="utf-8")
+    contents = exporter.environment.get_template("contents.html.j2").render(pages=pages, pygments_css=css)
+    (out / "index.html").write_text(contents, encoding="utf-8")
     return pages

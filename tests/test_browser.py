@@ -107,6 +107,15 @@ def test_pages_link_to_each_other(site: Path, browser) -> None:
     assert watch.page.url.endswith("index.html") and watch.errors == []
 
 
+def test_pages_have_no_script_and_navigation_above_and_below(site: Path, browser) -> None:
+    watch = PageWatch(browser)
+    for name in ["index", *ASSIGNMENTS]:
+        watch.page.goto((site / f"{name}.html").as_uri())
+        assert watch.page.locator("script").count() == 0, f"{name}.html has a script"
+        assert watch.page.locator("body > nav.course").count() == (0 if name == "index" else 2), name
+    assert watch.errors == []
+
+
 # --- JupyterLab -------------------------------------------------------------------------------------
 
 
