@@ -59,7 +59,10 @@ def _grade(args: argparse.Namespace) -> int:
         print(f"error: {error}", file=sys.stderr)
         return 2
     except HealthCheckFailed as failure:
-        print(f"error: the run stopped: {failure}. The rows it could not vouch for say so in {Path(args.out) / 'grades.csv'}.", file=sys.stderr)
+        print(
+            f"error: the run stopped: {failure}. The rows it could not vouch for say so in {Path(args.out) / 'grades.csv'}.",
+            file=sys.stderr,
+        )
         return 3
     print(format_table(report))
     reused = f" ({report.reused} unchanged since the last run, not graded again)" if report.reused else ""
@@ -119,14 +122,19 @@ def main(argv: list[str] | None = None) -> int:
     )
     grade.add_argument("--cell-timeout", type=int, default=CELL_TIMEOUT_S, help=f"seconds a cell may run (default {CELL_TIMEOUT_S})")
     grade.add_argument(
-        "--memory-limit", type=float, default=MEMORY_LIMIT_BYTES / 2**30, help="GiB of data per notebook kernel; 0: no limit (default %(default)g)"
+        "--memory-limit",
+        type=float,
+        default=MEMORY_LIMIT_BYTES / 2**30,
+        help="GiB of data per notebook kernel; 0: no limit (default %(default)g)",
     )
     grade.add_argument(
         "--no-sandbox",
         action="store_true",
         help="grade without bubblewrap where it cannot run: submissions then run with your rights, and every row says so",
     )
-    grade.add_argument("--regrade", action="store_true", help="grade everything again, even submissions unchanged since the last run into --out")
+    grade.add_argument(
+        "--regrade", action="store_true", help="grade everything again, even submissions unchanged since the last run into --out"
+    )
     grade.add_argument(
         "--gradebook",
         metavar="URL",

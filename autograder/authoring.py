@@ -63,7 +63,9 @@ def stamp_course_cells(nb: NotebookNode, path: str, *, student: bool) -> bool:
     )
 
     name = path.rsplit("/", 1)[-1].removesuffix(".ipynb")
-    needs_triton = any(c.cell_type == "code" and ("import triton" in c.source or "course_utils.kernels import" in c.source) for c in nb.cells)
+    needs_triton = any(
+        c.cell_type == "code" and ("import triton" in c.source or "course_utils.kernels import" in c.source) for c in nb.cells
+    )
     stamped = {
         BADGE_CELL_ID: markdown(badge_markdown(path, student=student)),
         SETUP_CELL_ID: code(setup_source(("kernels",) if needs_triton else ())),

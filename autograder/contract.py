@@ -90,9 +90,9 @@ def problems(path: Path) -> list[str]:
         if not any(re.search(rf"\bref\.{name}\b", hidden_part(cell_source(c))) for c in tests):
             found.append(f"graded function {name}: no hidden test compares it with the solution (ref.{name})")
         if name.startswith("answer_"):
-            if not any(re.search(rf"\bcheck_answer_format\({name}\b", visible_part(cell_source(c))) for c in tests):
+            if not any(re.search(rf"\bcheck_answer_format\(\s*{name}\b", visible_part(cell_source(c))) for c in tests):
                 found.append(f"graded question {name}: no visible test checks its form with check_answer_format({name}, ...)")
-            if not any(re.search(rf"\bcheck_answer\({name}\b", hidden_part(cell_source(c))) for c in tests):
+            if not any(re.search(rf"\bcheck_answer\(\s*{name}\b", hidden_part(cell_source(c))) for c in tests):
                 found.append(f"graded question {name}: no hidden test grades it with check_answer({name}, ...)")
     return found
 

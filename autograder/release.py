@@ -87,7 +87,11 @@ def stale_notebooks(solutions_dir: Path = SOLUTIONS_DIR, notebooks_dir: Path = N
         generate(solutions_dir.resolve(), fresh)
         expected = _files(fresh)
         actual = _files(notebooks_dir) if notebooks_dir.is_dir() else set()
-        problems = [f"course cells (Colab badge, setup, self-check) out of date: solutions/{n}/{n}.ipynb" for n in list_assignments(solutions_dir) if _unstamped(solutions_dir, n)]
+        problems = [
+            f"course cells (Colab badge, setup, self-check) out of date: solutions/{n}/{n}.ipynb"
+            for n in list_assignments(solutions_dir)
+            if _unstamped(solutions_dir, n)
+        ]
         problems += [f"missing: notebooks/{p}" for p in sorted(expected - actual)]
         problems += [f"not generated from solutions/: notebooks/{p}" for p in sorted(actual - expected)]
         problems += [
@@ -109,4 +113,3 @@ def _files(folder: Path) -> set[str]:
         for path in folder.rglob("*")
         if path.is_file() and ".ipynb_checkpoints" not in path.parts and "__pycache__" not in path.parts
     }
-

@@ -44,8 +44,9 @@ class Page:
     seconds: float  # how long it took to run
 
 
-def run_notebook(path: Path, *, kernel_manager: Any = None, env: dict[str, str] | None = None,
-                 allow_errors: bool = False, timeout: int = 120) -> NotebookNode:
+def run_notebook(
+    path: Path, *, kernel_manager: Any = None, env: dict[str, str] | None = None, allow_errors: bool = False, timeout: int = 120
+) -> NotebookNode:
     """Run the notebook at ``path`` top to bottom in its own folder, as a reader would (not graded).
 
     ``kernel_manager`` picks another kernel (tests run notebooks in a Colab-like venv);
@@ -56,8 +57,14 @@ def run_notebook(path: Path, *, kernel_manager: Any = None, env: dict[str, str] 
     notebook = nbformat.read(path, as_version=4)
     if env is None:
         env = {k: v for k, v in os.environ.items() if k != "NBGRADER_EXECUTION"}
-    client = NotebookClient(notebook, km=kernel_manager, kernel_name="python3", timeout=timeout,
-                            allow_errors=allow_errors, resources={"metadata": {"path": str(path.parent)}})
+    client = NotebookClient(
+        notebook,
+        km=kernel_manager,
+        kernel_name="python3",
+        timeout=timeout,
+        allow_errors=allow_errors,
+        resources={"metadata": {"path": str(path.parent)}},
+    )
     client.execute(env=env)
     return notebook
 
@@ -134,8 +141,12 @@ def build_site(out: Path, *, executed: dict[str, NotebookNode] | None = None, so
         pages.append(Page(name, title, goals, time.perf_counter() - started))
     exporter, css = _site_exporter(), _pygments_css()
     for index, page in enumerate(pages):
-        site = {"page": page, "previous": pages[index - 1] if index > 0 else None,
-                "following": pages[index + 1] if index + 1 < len(pages) else None, "pygments_css": css}
+        site = {
+            "page": page,
+            "previous": pages[index - 1] if index > 0 else None,
+            "following": pages[index + 1] if index + 1 < len(pages) else None,
+            "pygments_css": css,
+        }
         document, _ = exporter.from_notebook_node(notebooks[page.name], resources={"site": site})
         (out / f"{page.name}.html").write_text(document, encoding="utf-8")
     contents = exporter.environment.get_template("contents.html.j2").render(pages=pages, pygments_css=css)

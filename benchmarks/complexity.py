@@ -58,20 +58,24 @@ def measure(methods: dict[str, Attention], lengths: list[int], heads: int, d: in
         for name, fn in methods.items():
             with torch.no_grad():
                 error = (fn(q, k, v) - reference).abs().max().item()
-            rows.append({
-                "method": name,
-                "T": T,
-                "seconds": median_seconds(fn, q, k, v, repeats=repeats),
-                "peak_tensor_bytes": peak_tensor_bytes(fn, q, k, v),
-                "max_abs_diff_vs_builtin": error,
-            })
+            rows.append(
+                {
+                    "method": name,
+                    "T": T,
+                    "seconds": median_seconds(fn, q, k, v, repeats=repeats),
+                    "peak_tensor_bytes": peak_tensor_bytes(fn, q, k, v),
+                    "max_abs_diff_vs_builtin": error,
+                }
+            )
             print(_format(rows[-1]), flush=True)
     return rows
 
 
 def _format(row: dict) -> str:
-    return (f"{row['method']:<16}{row['T']:>7}{row['seconds'] * 1e3:>12.1f}{row['peak_tensor_bytes'] / 2**20:>14.1f}"
-            f"{row['max_abs_diff_vs_builtin']:>12.1e}")
+    return (
+        f"{row['method']:<16}{row['T']:>7}{row['seconds'] * 1e3:>12.1f}{row['peak_tensor_bytes'] / 2**20:>14.1f}"
+        f"{row['max_abs_diff_vs_builtin']:>12.1e}"
+    )
 
 
 def verdict(rows: list[dict], T: int) -> dict:
@@ -116,11 +120,16 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{'method':<16}{'T':>7}{'time (ms)':>12}{'tensors MiB':>14}{'max |diff|':>12}")
     rows = measure(methods, lengths, args.heads, args.dim, repeats)
     result = verdict(rows, lengths[-1])
-    print(f"at T={result['T']}: chunked peak memory {result['naive_over_chunked_peak_memory']:.1f}x below naive "
-          f"(target >= {MEMORY_TARGET}x), time {result['chunked_over_naive_time']:.2f}x naive (target <= {TIME_TARGET}x)")
+    print(
+        f"at T={result['T']}: chunked peak memory {result['naive_over_chunked_peak_memory']:.1f}x below naive "
+        f"(target >= {MEMORY_TARGET}x), time {result['chunked_over_naive_time']:.2f}x naive (target <= {TIME_TARGET}x)"
+    )
     if args.json:
-        args.json.write_text(json.dumps({"machine": machine, "heads": args.heads, "dim": args.dim, "chunk": chunk,
-                                         "rows": rows, "verdict": result}, indent=2))
+        args.json.write_text(
+            json.dumps(
+                {"machine": machine, "heads": args.heads, "dim": args.dim, "chunk": chunk, "rows": rows, "verdict": result}, indent=2
+            )
+        )
     return 0
 
 

@@ -74,8 +74,14 @@ Attention = Callable[[torch.Tensor, torch.Tensor, torch.Tensor, bool], torch.Ten
 TOKENS = 16384  # B * T on the GPU: B = TOKENS // T sequences of length T
 HEADS = 16
 NAIVE_LIMIT_BYTES = 8 * 2**30  # naive attention holds the scores and the weights (2 B H T^2 elements) at its peak
-METHOD_KEYS = {"flash": "sdpa flash", "cudnn": "sdpa cudnn", "triton": "triton (notebook 07)", "fast": "triton fast",
-               "compiled": "torch.compile naive", "naive": "naive"}
+METHOD_KEYS = {
+    "flash": "sdpa flash",
+    "cudnn": "sdpa cudnn",
+    "triton": "triton (notebook 07)",
+    "fast": "triton fast",
+    "compiled": "torch.compile naive",
+    "naive": "naive",
+}
 
 
 def attention_flops(batch: int, heads: int, T: int, d: int, causal: bool) -> float:
@@ -91,13 +97,19 @@ def device_name() -> str:
 
 
 def software() -> dict:
-    return {"device": device_name(), "torch": torch.__version__, "triton": triton.__version__,
-            "cuda": torch.version.cuda, "cudnn": torch.backends.cudnn.version() if torch.cuda.is_available() else None,
-            "python": platform.python_version()}
+    return {
+        "device": device_name(),
+        "torch": torch.__version__,
+        "triton": triton.__version__,
+        "cuda": torch.version.cuda,
+        "cudnn": torch.backends.cudnn.version() if torch.cuda.is_available() else None,
+        "python": platform.python_version(),
+    }
 
 
 def kernels(solution) -> tuple[Attention, Attention, Attention]:
     """(notebook 07's simple Triton kernel, the fast one, the tiled PyTorch version), as fn(q, k, v, causal) -> O."""
+
     def triton_kernel(q, k, v, causal):
         return solution.flash_attention_triton(q, k, v, is_causal=causal)[0]  # (O, L): the output
 
@@ -114,8 +126,10 @@ def kernels(solution) -> tuple[Attention, Attention, Attention]:
 # CPU: the tiles in PyTorch against naive and the fused CPU kernel (time and memory)
 # ----------------------------------------------------------------------------------------------
 
-def measure_cpu(methods: dict[str, Attention], lengths: list[int], batch: int, heads: int, d: int, dtype: torch.dtype,
-                repeats: int, memory: bool) -> list[dict]:
+
+def measure_cpu(
+    methods: dict[str, Attention], lengths: list[int], batch: int, heads: int, d: int, dtype: torch.dtype, repeats: int, memory: bool
+) -> list[dict]:
     rows = []
     generator = torch.Generator().manual_seed(0)
     for causal in (False, True):
@@ -130,17 +144,28 @@ def measure_cpu(methods: dict[str, Attention], lengths: list[int], batch: int, h
                 seconds = median_seconds(fn, q, k, v, causal, repeats=repeats)
                 if name.startswith("sdpa"):
                     builtin_seconds = seconds
-                row = {"method": name, "status": "ok", "dtype": str(dtype).removeprefix("torch."), "head_dim": d,
-                       "batch": batch, "heads": heads, "causal": causal, "T": T, "seconds": seconds, "ms": seconds * 1e3,
-                       "tflops": attention_flops(batch, heads, T, d, causal) / seconds / 1e12,
-                       "speed_vs_sdpa_flash": None if builtin_seconds is None else builtin_seconds / seconds,
-                       "peak_tensor_bytes": peak_tensor_bytes(fn, q, k, v, causal) if memory else None,
-                       "max_abs_diff_vs_sdpa_fp32": error}
+                row = {
+                    "method": name,
+                    "status": "ok",
+                    "dtype": str(dtype).removeprefix("torch."),
+                    "head_dim": d,
+                    "batch": batch,
+                    "heads": heads,
+                    "causal": causal,
+                    "T": T,
+                    "seconds": seconds,
+                    "ms": seconds * 1e3,
+                    "tflops": attention_flops(batch, heads, T, d, causal) / seconds / 1e12,
+                    "speed_vs_sdpa_flash": None if builtin_seconds is None else builtin_seconds / seconds,
+                    "peak_tensor_bytes": peak_tensor_bytes(fn, q, k, v, causal) if memory else None,
+                    "max_abs_diff_vs_sdpa_fp32": error,
+                }
                 rows.append(row)
                 ratio = "" if row["speed_vs_sdpa_flash"] is None else f"{row['speed_vs_sdpa_flash']:.2f}"
                 mib = "" if row["peak_tensor_bytes"] is None else f"{row['peak_tensor_bytes'] / 2**20:.1f}"
-                print(f"{name:<26}{causal!s:>7}{T:>7}{seconds * 1e3:>11.3f}{row['tflops']:>9.3f}{ratio:>10}{mib:>9}{error:>12.1e}",
-                      flush=True)
+                print(
+                    f"{name:<26}{causal!s:>7}{T:>7}{seconds * 1e3:>11.3f}{row['tflops']:>9.3f}{ratio:>10}{mib:>9}{error:>12.1e}", flush=True
+                )
     return rows
 
 
@@ -155,8 +180,9 @@ def run_cpu(args, solution) -> dict:
     rows = measure_cpu(methods, lengths, B, H, d, dtype, repeats, memory=True)
     if args.quick:
         # The Triton kernels can only be checked here, in the interpreter, at a tiny size (no timing worth the name).
-        rows += measure_cpu({"triton (interpreter)": triton_kernel, "triton fast (interpreter)": fast_kernel},
-                            [64], 1, 2, 16, dtype, 1, memory=False)
+        rows += measure_cpu(
+            {"triton (interpreter)": triton_kernel, "triton fast (interpreter)": fast_kernel}, [64], 1, 2, 16, dtype, 1, memory=False
+        )
     print(f"\n{'forward + backward':<38}{'causal':>7}{'T':>7}{'ms':>11}{'TFLOP/s':>9}{'vs flash':>10}{'max |diff|':>12}")
     solution08 = load_solution("08_flash_backward")
     backward = backward_methods(solution, solution08, ["fwd+bwd sdpa flash", "fwd+bwd pytorch tiles (nb 07 + nb 08)", "fwd+bwd naive"])
@@ -171,6 +197,7 @@ def run_cpu(args, solution) -> dict:
 # GPU: forward-pass speed against SDPA's flash and cuDNN backends
 # ----------------------------------------------------------------------------------------------
 
+
 def sdpa_cudnn(q, k, v, causal=False):
     """PyTorch's cuDNN attention backend; fails (with the reasons as warnings) rather than fall back."""
     with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
@@ -180,6 +207,7 @@ def sdpa_cudnn(q, k, v, causal=False):
 def compiled_naive() -> Attention:
     """torch.compile's defaults, as a user gets them (static shapes first, dynamic after a shape changes)."""
     import torch._dynamo
+
     for name in ("recompile_limit", "cache_size_limit"):  # one graph per shape and mask: do not fall back to eager
         if hasattr(torch._dynamo.config, name):
             setattr(torch._dynamo.config, name, 256)
@@ -192,12 +220,20 @@ def short_reason(error: BaseException, caught: list) -> str:
     return " | ".join(lines)[:600]
 
 
-def measure_gpu_one(name: str, fn: Attention, q, k, v, causal: bool, reference: torch.Tensor, flops: float,
-                    flash_ms: float | None) -> dict:
+def measure_gpu_one(name: str, fn: Attention, q, k, v, causal: bool, reference: torch.Tensor, flops: float, flash_ms: float | None) -> dict:
     """One row: warm-up call (compile, autotune), error vs the float32 reference, median time."""
-    row = {"method": name, "status": "ok", "reason": None, "seconds": None, "ms": None, "tflops": None,
-           "speed_vs_sdpa_flash": None, "max_abs_diff_vs_sdpa_fp32": None, "first_call_seconds": None,
-           "peak_tensor_bytes": None}
+    row = {
+        "method": name,
+        "status": "ok",
+        "reason": None,
+        "seconds": None,
+        "ms": None,
+        "tflops": None,
+        "speed_vs_sdpa_flash": None,
+        "max_abs_diff_vs_sdpa_fp32": None,
+        "first_call_seconds": None,
+        "peak_tensor_bytes": None,
+    }
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
@@ -215,15 +251,20 @@ def measure_gpu_one(name: str, fn: Attention, q, k, v, causal: bool, reference: 
             row["reason"] = short_reason(error, caught)
             torch.cuda.empty_cache()
             return row
-    row.update(seconds=ms / 1e3, ms=ms, tflops=flops / (ms / 1e3) / 1e12,
-               speed_vs_sdpa_flash=None if flash_ms is None else flash_ms / ms)
+    row.update(seconds=ms / 1e3, ms=ms, tflops=flops / (ms / 1e3) / 1e12, speed_vs_sdpa_flash=None if flash_ms is None else flash_ms / ms)
     return row
 
 
 def run_gpu(args, solution) -> dict:
     triton_kernel, fast_kernel, _ = kernels(solution)
-    all_methods: dict[str, Attention] = {"sdpa flash": sdpa_flash, "sdpa cudnn": sdpa_cudnn, "triton (notebook 07)": triton_kernel,
-                                         "triton fast": fast_kernel, "torch.compile naive": None, "naive": naive_attention}
+    all_methods: dict[str, Attention] = {
+        "sdpa flash": sdpa_flash,
+        "sdpa cudnn": sdpa_cudnn,
+        "triton (notebook 07)": triton_kernel,
+        "triton fast": fast_kernel,
+        "torch.compile naive": None,
+        "naive": naive_attention,
+    }
     wanted = {METHOD_KEYS[m] for m in args.methods} | {"sdpa flash"}  # flash always: every ratio is to it
     if "torch.compile naive" in wanted:
         all_methods["torch.compile naive"] = compiled_naive()
@@ -235,7 +276,9 @@ def run_gpu(args, solution) -> dict:
     info = software()
     print(f"{info['device']} | torch {info['torch']} | triton {info['triton']} | CUDA {info['cuda']} | cuDNN {info['cudnn']}")
     print(f"B = {TOKENS} // T, H = {HEADS}; forward only; times are medians of triton.testing.do_bench")
-    header = f"{'dtype':<9}{'d':>4}{'causal':>7}{'T':>7}{'B':>4}  {'method':<22}{'ms':>9}{'TFLOP/s':>9}{'vs flash':>9}{'max|diff|':>10}  note"
+    header = (
+        f"{'dtype':<9}{'d':>4}{'causal':>7}{'T':>7}{'B':>4}  {'method':<22}{'ms':>9}{'TFLOP/s':>9}{'vs flash':>9}{'max|diff|':>10}  note"
+    )
     print(header, flush=True)
     rows = []
     generator = torch.Generator(device="cuda").manual_seed(0)
@@ -254,20 +297,30 @@ def run_gpu(args, solution) -> dict:
                     for name, fn in methods.items():
                         common = {"dtype": dtype_name, "head_dim": d, "batch": B, "heads": H, "causal": causal, "T": T}
                         if name in ("naive", "torch.compile naive") and naive_bytes > NAIVE_LIMIT_BYTES:
-                            row = {"method": name, "status": "skipped", "seconds": None, "ms": None, "tflops": None,
-                                   "speed_vs_sdpa_flash": None, "max_abs_diff_vs_sdpa_fp32": None, "peak_tensor_bytes": None,
-                                   "reason": f"scores + weights would take {naive_bytes / 2**30:.0f} GiB (> {NAIVE_LIMIT_BYTES / 2**30:.0f} GiB)"}
+                            row = {
+                                "method": name,
+                                "status": "skipped",
+                                "seconds": None,
+                                "ms": None,
+                                "tflops": None,
+                                "speed_vs_sdpa_flash": None,
+                                "max_abs_diff_vs_sdpa_fp32": None,
+                                "peak_tensor_bytes": None,
+                                "reason": f"scores + weights would take {naive_bytes / 2**30:.0f} GiB (> {NAIVE_LIMIT_BYTES / 2**30:.0f} GiB)",
+                            }
                         else:
                             row = measure_gpu_one(name, fn, q, k, v, causal, reference, flops, flash_ms)
                         row = {**common, **row}
                         if name == "sdpa flash" and row["ms"] is not None:
                             flash_ms = row["ms"]
                         rows.append(row)
-                        fmt = lambda x, f: "" if x is None else format(x, f)
-                        print(f"{dtype_name:<9}{d:>4}{causal!s:>7}{T:>7}{B:>4}  {name:<22}{fmt(row['ms'], '.3f'):>9}"
-                              f"{fmt(row['tflops'], '.1f'):>9}{fmt(row['speed_vs_sdpa_flash'], '.2f'):>9}"
-                              f"{fmt(row['max_abs_diff_vs_sdpa_fp32'], '.1e'):>10}  {row['status'] if row['status'] != 'ok' else ''}"
-                              f"{(': ' + row['reason'][:100]) if row.get('reason') else ''}", flush=True)
+                        print(
+                            f"{dtype_name:<9}{d:>4}{causal!s:>7}{T:>7}{B:>4}  {name:<22}{fmt(row['ms'], '.3f'):>9}"
+                            f"{fmt(row['tflops'], '.1f'):>9}{fmt(row['speed_vs_sdpa_flash'], '.2f'):>9}"
+                            f"{fmt(row['max_abs_diff_vs_sdpa_fp32'], '.1e'):>10}  {row['status'] if row['status'] != 'ok' else ''}"
+                            f"{(': ' + row['reason'][:100]) if row.get('reason') else ''}",
+                            flush=True,
+                        )
                     del q, k, v, reference
                     torch.cuda.empty_cache()
                     if args.json:  # after every shape, so that a run cut short keeps what it measured
@@ -275,8 +328,9 @@ def run_gpu(args, solution) -> dict:
 
     # Forward + backward (notebook 08): fp16 and bf16 as above, each shape once, B*T = TOKENS as above.
     solution08 = load_solution("08_flash_backward")
-    backward = backward_methods(solution, solution08, ["fwd+bwd sdpa flash", "fwd+bwd sdpa cudnn", "fwd+bwd triton (nb 07 + nb 08)",
-                                                       "fwd+bwd triton fast + nb 08"])
+    backward = backward_methods(
+        solution, solution08, ["fwd+bwd sdpa flash", "fwd+bwd sdpa cudnn", "fwd+bwd triton (nb 07 + nb 08)", "fwd+bwd triton fast + nb 08"]
+    )
     gpu_time = lambda thunk: triton.testing.do_bench(thunk, warmup=25, rep=100, return_mode="median") / 1e3  # noqa: E731
     print(f"\n{'forward + backward':<38}{'causal':>7}{'T':>7}{'ms':>11}{'TFLOP/s':>9}{'vs flash':>10}{'max |diff|':>12}")
     for dtype_name in dtypes:
@@ -291,10 +345,17 @@ def run_gpu(args, solution) -> dict:
     print("\ntriton fast / sdpa flash speed (above 1: faster than flash):")
     for dtype_name, d, causal, T, ratio in summary:
         print(f"  {dtype_name:<9} d={d:<4} causal={causal!s:<6} T={T:<6} {'n/a' if ratio is None else f'{ratio:.2f}x'}")
-    return {**info, "mode": "gpu", "complete": True, "tokens_per_launch": TOKENS, "heads": HEADS,
-            "batch_rule": "B = round(16384 / T), H = 16", "timing": "triton.testing.do_bench(warmup=25, rep=100, return_mode='median'), after one warm-up call",
-            "flops": "4*B*H*T*T*d, halved when causal (notebook 06); forward + backward rows: 3.5 times that (2 + 5 matrix products)",
-            "rows": rows}
+    return {
+        **info,
+        "mode": "gpu",
+        "complete": True,
+        "tokens_per_launch": TOKENS,
+        "heads": HEADS,
+        "batch_rule": "B = round(16384 / T), H = 16",
+        "timing": "triton.testing.do_bench(warmup=25, rep=100, return_mode='median'), after one warm-up call",
+        "flops": "4*B*H*T*T*d, halved when causal (notebook 06); forward + backward rows: 3.5 times that (2 + 5 matrix products)",
+        "rows": rows,
+    }
 
 
 # ----------------------------------------------------------------------------------------------
@@ -309,17 +370,25 @@ def training_step_flops(batch: int, heads: int, T: int, d: int, causal: bool) ->
     return 3.5 * attention_flops(batch, heads, T, d, causal)
 
 
+def fmt(x: float | None, spec: str) -> str:
+    """A table cell: the number in ``spec``'s format, or blank for a figure not measured."""
+    return "" if x is None else format(x, spec)
+
+
 def autograd_of(forward: Attention) -> Gradients:
     """(dQ, dK, dV) of sum(forward(q, k, v) * dO), through PyTorch's autograd."""
+
     def step(q, k, v, dO, causal):
         leaves = [t.detach().requires_grad_() for t in (q, k, v)]
         with torch.enable_grad():
             return torch.autograd.grad(forward(*leaves, causal), leaves, dO)
+
     return step
 
 
 def backward_methods(solution07, solution08, names: list[str]) -> dict[str, Gradients]:
     """Forward + backward for each named method, as fn(q, k, v, dO, causal) -> (dQ, dK, dV)."""
+
     def tiles(q, k, v, dO, causal):  # notebook 07's tiled forward, notebook 08's tiled backward
         O, L = solution07.flash_attention_forward(q, k, v, is_causal=causal, block_q=128, block_k=128)
         return solution08.flash_attention_backward(q, k, v, O, dO, L, is_causal=causal, block_q=128, block_k=128)
@@ -328,19 +397,30 @@ def backward_methods(solution07, solution08, names: list[str]) -> dict[str, Grad
         def step(q, k, v, dO, causal):  # a Triton forward that returns (O, L), then notebook 08's Triton backward
             O, L = forward(q, k, v, is_causal=causal)
             return solution08.flash_attention_backward_triton(q, k, v, O, dO, L, is_causal=causal)
+
         return step
 
-    every = {"fwd+bwd sdpa flash": lambda: autograd_of(sdpa_flash),
-             "fwd+bwd sdpa cudnn": lambda: autograd_of(sdpa_cudnn),
-             "fwd+bwd pytorch tiles (nb 07 + nb 08)": lambda: tiles,
-             "fwd+bwd triton (nb 07 + nb 08)": lambda: kernels_after(solution07.flash_attention_triton),
-             "fwd+bwd triton fast + nb 08": lambda: kernels_after(solution07.flash_attention_fast),
-             "fwd+bwd naive": lambda: autograd_of(naive_attention)}
+    every = {
+        "fwd+bwd sdpa flash": lambda: autograd_of(sdpa_flash),
+        "fwd+bwd sdpa cudnn": lambda: autograd_of(sdpa_cudnn),
+        "fwd+bwd pytorch tiles (nb 07 + nb 08)": lambda: tiles,
+        "fwd+bwd triton (nb 07 + nb 08)": lambda: kernels_after(solution07.flash_attention_triton),
+        "fwd+bwd triton fast + nb 08": lambda: kernels_after(solution07.flash_attention_fast),
+        "fwd+bwd naive": lambda: autograd_of(naive_attention),
+    }
     return {name: every[name]() for name in names}
 
 
-def measure_backward(methods: dict[str, Gradients], lengths: list[int], batch: int, heads: int, d: int, dtype: torch.dtype,
-                     device: str, time_it: Callable[[Callable[[], Any]], float]) -> list[dict]:
+def measure_backward(
+    methods: dict[str, Gradients],
+    lengths: list[int],
+    batch: int,
+    heads: int,
+    d: int,
+    dtype: torch.dtype,
+    device: str,
+    time_it: Callable[[Callable[[], Any]], float],
+) -> list[dict]:
     """One row per method and length: time of forward + backward, TFLOP/s, largest gradient error vs SDPA in float32."""
     rows = []
     generator = torch.Generator(device=device).manual_seed(0)
@@ -351,22 +431,44 @@ def measure_backward(methods: dict[str, Gradients], lengths: list[int], batch: i
             flops = training_step_flops(batch, heads, T, d, causal)
             flash_seconds = None
             for name, fn in methods.items():
-                row = {"method": name, "status": "ok", "reason": None, "pass": "forward+backward", "dtype": str(dtype).removeprefix("torch."),
-                       "head_dim": d, "batch": batch, "heads": heads, "causal": causal, "T": T, "peak_tensor_bytes": None}
+                row = {
+                    "method": name,
+                    "status": "ok",
+                    "reason": None,
+                    "pass": "forward+backward",
+                    "dtype": str(dtype).removeprefix("torch."),
+                    "head_dim": d,
+                    "batch": batch,
+                    "heads": heads,
+                    "causal": causal,
+                    "T": T,
+                    "peak_tensor_bytes": None,
+                }
                 try:
                     grads = fn(q, k, v, dO, causal)
                     error = max((g.float() - r).abs().max().item() for g, r in zip(grads, reference))
                     seconds = time_it(lambda: fn(q, k, v, dO, causal))
                 except Exception as failure:  # noqa: BLE001  (a backend that refuses a shape is a result)
-                    row.update(status="unavailable", reason=f"{type(failure).__name__}: {str(failure)[:200]}", seconds=None, ms=None,
-                               tflops=None, speed_vs_sdpa_flash=None, max_abs_diff_vs_sdpa_fp32=None)
+                    row.update(
+                        status="unavailable",
+                        reason=f"{type(failure).__name__}: {str(failure)[:200]}",
+                        seconds=None,
+                        ms=None,
+                        tflops=None,
+                        speed_vs_sdpa_flash=None,
+                        max_abs_diff_vs_sdpa_fp32=None,
+                    )
                     rows.append(row)
                     continue
                 if name == "fwd+bwd sdpa flash":
                     flash_seconds = seconds
-                row.update(seconds=seconds, ms=seconds * 1e3, tflops=flops / seconds / 1e12,
-                           speed_vs_sdpa_flash=None if flash_seconds is None else flash_seconds / seconds,
-                           max_abs_diff_vs_sdpa_fp32=error)
+                row.update(
+                    seconds=seconds,
+                    ms=seconds * 1e3,
+                    tflops=flops / seconds / 1e12,
+                    speed_vs_sdpa_flash=None if flash_seconds is None else flash_seconds / seconds,
+                    max_abs_diff_vs_sdpa_fp32=error,
+                )
                 rows.append(row)
                 ratio = "" if row["speed_vs_sdpa_flash"] is None else f"{row['speed_vs_sdpa_flash']:.2f}"
                 print(f"{name:<38}{causal!s:>7}{T:>7}{seconds * 1e3:>11.3f}{row['tflops']:>9.3f}{ratio:>10}{error:>12.1e}", flush=True)
@@ -381,8 +483,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--d", nargs="+", type=int, help="head dims, GPU only (default 64 128)")
     parser.add_argument("--lengths", nargs="+", type=int, help="sequence lengths T, GPU only (default 1024 ... 16384)")
     parser.add_argument("--causal", choices=["both", "yes", "no"], default="both", help="GPU only")
-    parser.add_argument("--methods", nargs="+", choices=list(METHOD_KEYS), default=list(METHOD_KEYS),
-                        help="GPU only; sdpa flash always runs, as the yardstick")
+    parser.add_argument(
+        "--methods",
+        nargs="+",
+        choices=list(METHOD_KEYS),
+        default=list(METHOD_KEYS),
+        help="GPU only; sdpa flash always runs, as the yardstick",
+    )
     args = parser.parse_args(argv)
 
     solution = load_solution("07_fused_attention")

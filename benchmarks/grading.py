@@ -33,7 +33,13 @@ TARGET_RATIO = 0.6
 
 
 def machine() -> dict[str, object]:
-    return {"device": "cpu", "cpus": os.cpu_count(), "platform": platform.platform(), "python": platform.python_version(), "torch": torch.__version__}
+    return {
+        "device": "cpu",
+        "cpus": os.cpu_count(),
+        "platform": platform.platform(),
+        "python": platform.python_version(),
+        "torch": torch.__version__,
+    }
 
 
 def write_class(folder: Path, assignment: str, size: int, mixed: bool) -> None:
@@ -103,10 +109,12 @@ def main() -> None:
         result = parallel(args.assignment, args.submissions, args.jobs)
         figures["parallel"] = result
         verdict = "meets" if result["ratio"] <= TARGET_RATIO else "MISSES"
-        print(f"{result['submissions']} submissions of {result['assignment']}: "
-              f"jobs=1 {result['seconds_jobs_1']:.1f} s ({result['seconds_per_notebook_jobs_1']:.2f} s/notebook), "
-              f"jobs={args.jobs} {result[f'seconds_jobs_{args.jobs}']:.1f} s ({result[f'seconds_per_notebook_jobs_{args.jobs}']:.2f} s/notebook); "
-              f"ratio {result['ratio']:.2f} ({verdict} the target of {TARGET_RATIO})")
+        print(
+            f"{result['submissions']} submissions of {result['assignment']}: "
+            f"jobs=1 {result['seconds_jobs_1']:.1f} s ({result['seconds_per_notebook_jobs_1']:.2f} s/notebook), "
+            f"jobs={args.jobs} {result[f'seconds_jobs_{args.jobs}']:.1f} s ({result[f'seconds_per_notebook_jobs_{args.jobs}']:.2f} s/notebook); "
+            f"ratio {result['ratio']:.2f} ({verdict} the target of {TARGET_RATIO})"
+        )
     else:
         figures["per_notebook"] = rows = per_notebook(args.copies)
         print(f"{'assignment':<32}{'s/submission':>14}{'with feedback':>15}")

@@ -44,8 +44,9 @@ def run_notebook(name: str, grading: bool) -> dict:
         os.environ.pop(GRADING_ENV_VAR, None)
     started = time.perf_counter()
     try:
-        nbclient.NotebookClient(notebook, timeout=600, kernel_name="python3", allow_errors=True,
-                                resources={"metadata": {"path": str(folder)}}).execute()
+        nbclient.NotebookClient(
+            notebook, timeout=600, kernel_name="python3", allow_errors=True, resources={"metadata": {"path": str(folder)}}
+        ).execute()
     finally:
         os.environ.pop(GRADING_ENV_VAR, None)
         if saved is not None:

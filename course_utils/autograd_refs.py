@@ -11,8 +11,9 @@ import torch
 import torch.nn.functional as F
 
 
-def sdpa_gradients(Q: torch.Tensor, K: torch.Tensor, V: torch.Tensor, dO: torch.Tensor,
-                   **options: Any) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+def sdpa_gradients(
+    Q: torch.Tensor, K: torch.Tensor, V: torch.Tensor, dO: torch.Tensor, **options: Any
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """(dQ, dK, dV) of ``sum(F.scaled_dot_product_attention(Q, K, V, **options) * dO)``, by autograd.
 
     Returns:
@@ -49,6 +50,7 @@ def tile_function_stand_ins() -> dict[str, Any]:
     Returns:
         {name: (Q, K, V, ...) -> (O, L) for the forwards, (Q, K, V, O, dO, L, ...) -> (dQ, dK, dV) for the backwards}.
     """
+
     def forward(Q, K, V, is_causal=False, scale=None, **_):
         O = F.scaled_dot_product_attention(Q, K, V, is_causal=is_causal, scale=scale)
         return O, logsumexp_of_scores(Q, K, scale=scale, is_causal=is_causal)
@@ -56,5 +58,9 @@ def tile_function_stand_ins() -> dict[str, Any]:
     def backward(Q, K, V, O, dO, L, is_causal=False, scale=None, **_):
         return sdpa_gradients(Q, K, V, dO, is_causal=is_causal, scale=scale)
 
-    return {"flash_attention_forward": forward, "flash_attention_backward": backward,
-            "flash_attention_triton": forward, "flash_attention_backward_triton": backward}
+    return {
+        "flash_attention_forward": forward,
+        "flash_attention_backward": backward,
+        "flash_attention_triton": forward,
+        "flash_attention_backward_triton": backward,
+    }

@@ -1,7 +1,8 @@
 """Checks that test cells call: they compare, and when they fail they say why.
 
 Every check either returns ``True`` or raises ``AssertionError`` with a message a
-student can act on (``check_no_builtin`` also lets a crash of the student's code through): what was called and on which input, the largest error and
+student can act on (``check_no_builtin`` also lets a crash of the student's code
+through): what was called and on which input, the largest error and
 where it is, and a hint. Test cells end with ``assert check_...(...)``, so the
 last line of a test cell is always an assert (nbgrader would otherwise score a
 bare expression by its value).
@@ -14,11 +15,13 @@ from __future__ import annotations
 
 import contextlib
 import importlib
+import inspect
+import os
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Sequence
 
 import torch
-from torch.testing._comparison import assert_close as _assert_close
+import torch.testing
 
 from .recording import Mode, NotWritten, Outcome, invoke, mode
 
@@ -65,18 +68,41 @@ TOLERANCES: dict[torch.dtype, Tolerance] = {
 }
 
 
-# What the checks compare with, taken from where torch defines them. A notebook that rebinds
-# torch.testing.assert_close (or torch.equal, ...) to pass every test fails them instead.
+# What the checks compare with, captured when this module is imported: before any notebook cell
+# runs (the sealed run imports it first; the trusted pass runs no student code at all). A notebook
+# that rebinds torch.testing.assert_close (or torch.equal, ...) to pass every test fails them instead.
+_assert_close = torch.testing.assert_close
+_equal = torch.equal
+_allclose = torch.allclose
+_isclose = torch.isclose
+
 _TRUSTED: dict[str, tuple[Callable[[], Any], Any]] = {
     "torch.testing.assert_close": (lambda: torch.testing.assert_close, _assert_close),
-    "torch.equal": (lambda: torch.equal, torch._C._VariableFunctions.equal),
-    "torch.allclose": (lambda: torch.allclose, torch._C._VariableFunctions.allclose),
-    "torch.isclose": (lambda: torch.isclose, torch._C._VariableFunctions.isclose),
+    "torch.equal": (lambda: torch.equal, _equal),
+    "torch.allclose": (lambda: torch.allclose, _allclose),
+    "torch.isclose": (lambda: torch.isclose, _isclose),
 }
+
+_TORCH_DIR = os.path.dirname(os.path.realpath(inspect.getfile(torch)))
+
+
+def _defined_by_torch(fn: Any, name: str) -> bool:
+    """``fn`` is torch's own ``name``: a built-in of the torch module, or a Python function whose code
+    lives in torch's package. A replacement made before this module was imported is neither."""
+    if getattr(fn, "__name__", None) != name:
+        return False
+    if inspect.isbuiltin(fn):
+        return getattr(fn, "__module__", None) == "torch"
+    code = getattr(fn, "__code__", None) if inspect.isfunction(fn) else None
+    return code is not None and os.path.realpath(code.co_filename).startswith(_TORCH_DIR + os.sep)
+
+
+# Checked once, here: what was captured must be torch's, whatever ran before the import.
+_NOT_TORCHS = [name for name, (_, trusted) in _TRUSTED.items() if not _defined_by_torch(trusted, name.rpartition(".")[2])]
 
 
 def _refuse_tampering(label: str) -> None:
-    replaced = [name for name, (current, trusted) in _TRUSTED.items() if current() is not trusted]
+    replaced = [name for name, (current, trusted) in _TRUSTED.items() if current() is not trusted or name in _NOT_TORCHS]
     if replaced:
         _fail(
             label,
@@ -246,7 +272,9 @@ def check_close(
     missing_nan = torch.isnan(want) & ~torch.isnan(got)
     if missing_nan.any():
         where = tuple(int(i) for i in missing_nan.nonzero()[0])
-        _fail(label, f"{int(missing_nan.sum())} entries are numbers where NaN was expected (first at index {where})", inputs=inputs, hint=hint)
+        _fail(
+            label, f"{int(missing_nan.sum())} entries are numbers where NaN was expected (first at index {where})", inputs=inputs, hint=hint
+        )
     bad_nan = torch.isnan(got) & ~torch.isnan(want)
     if bad_nan.any():
         where = tuple(int(i) for i in bad_nan.nonzero()[0])
@@ -301,7 +329,7 @@ def check_equal(actual: Any, expected: Any, *, label: str, inputs: dict[str, Any
     _refuse_tampering(label)
     if isinstance(expected, torch.Tensor):
         check_shape(actual, expected.shape, label=label, hint=hint)
-        if actual.dtype == expected.dtype and torch._C._VariableFunctions.equal(actual, expected):
+        if actual.dtype == expected.dtype and _equal(actual, expected):
             return True
         _fail(label, f"got {describe(actual)}, expected {describe(expected)}", inputs=inputs, hint=hint)
     if actual != expected:
@@ -428,16 +456,24 @@ def gradients(
 
     outcome = _run_student(fn, inputs, kwargs, label, stand_ins=stand_ins, through=("gradients", backward_through))
     if outcome.kind == "raised":
-        _fail(label, f"could not be differentiated: {outcome.error_type}: {outcome.message}", inputs=None,
-              hint=hint or "build it from differentiable torch operations: no .detach(), .item(), numpy or in-place tricks")
+        _fail(
+            label,
+            f"could not be differentiated: {outcome.error_type}: {outcome.message}",
+            inputs=None,
+            hint=hint or "build it from differentiable torch operations: no .detach(), .item(), numpy or in-place tricks",
+        )
     grads = outcome.value
     if not _recording():
         if not (isinstance(grads, tuple) and len(grads) == len(inputs)):
             _fail(label, "gradients could not be computed", inputs=None, hint=hint)
         missing = [i for i, g in enumerate(grads) if g is None]
         if missing:
-            _fail(label, f"the output does not depend on input(s) {missing} through autograd", inputs=None,
-                  hint=hint or "build it from differentiable torch operations: no .detach(), .item(), numpy or in-place tricks")
+            _fail(
+                label,
+                f"the output does not depend on input(s) {missing} through autograd",
+                inputs=None,
+                hint=hint or "build it from differentiable torch operations: no .detach(), .item(), numpy or in-place tricks",
+            )
     return grads
 
 
@@ -553,7 +589,7 @@ ANSWER_KINDS = {
     "integer": "a whole number, e.g. `return 1024`",
     "number": "a number, e.g. `return 0.25`",
     "numbers": "a list of numbers, e.g. `return [0.1, 0.2, 0.7]`",
-    "choice": "one of the letters offered, as a string, e.g. `return \"b\"`",
+    "choice": 'one of the letters offered, as a string, e.g. `return "b"`',
 }
 
 
@@ -648,7 +684,8 @@ def check_answer(
         right = bool(torch.all((torch.as_tensor(answer, dtype=torch.float64) - want).abs() <= atol + rtol * want.abs()))
     if not right:
         shown = describe(answer.tolist() if isinstance(answer, torch.Tensor) else answer)
-        _fail(label, f"{shown} is not the answer" + (f" (numbers are accepted within {rtol * 100:g}%)" if rtol else ""), inputs=None, hint=hint)
+        within = f" (numbers are accepted within {rtol * 100:g}%)" if rtol else ""
+        _fail(label, f"{shown} is not the answer{within}", inputs=None, hint=hint)
     return True
 
 
@@ -681,15 +718,24 @@ def check_builds_for_gpu(
         return True
     builds = outcome.value
     if arch not in ARCHES or not isinstance(builds, list) or not builds:
-        _fail(label, "started no kernel through course_utils.kernels.launch", inputs=None,
-              hint=hint or "keep the given launcher: it starts your kernel with launch(kernel, grid, ...)")
+        _fail(
+            label,
+            "started no kernel through course_utils.kernels.launch",
+            inputs=None,
+            hint=hint or "keep the given launcher: it starts your kernel with launch(kernel, grid, ...)",
+        )
     for build in builds:
         if not isinstance(build, dict) or build.get("compiled") is True:
             continue
         error = str(build.get("error", ""))
         if STUB_LINE in error:
             raise NotWritten(f"{label}: not written yet (the kernel {build.get('kernel')} still raises NotImplementedError).")
-        _fail(label, f"runs in the interpreter, but {build.get('kernel')} does not compile for {arch} ({gpu}):\n    {error}",
-              inputs=None, hint=hint or "GPU kernels have no break, continue, raise or return inside loops, and call only "
-              "tl.* functions and other @triton.jit functions; write loop exits as masks or loop bounds")
+        _fail(
+            label,
+            f"runs in the interpreter, but {build.get('kernel')} does not compile for {arch} ({gpu}):\n    {error}",
+            inputs=None,
+            hint=hint
+            or "GPU kernels have no break, continue, raise or return inside loops, and call only "
+            "tl.* functions and other @triton.jit functions; write loop exits as masks or loop bounds",
+        )
     return True

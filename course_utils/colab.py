@@ -8,6 +8,7 @@ installs this package when it is missing, as it is on a fresh Colab runtime.
 
 from __future__ import annotations
 
+import json
 import sys
 
 # The one place to change when the course moves: then run `python -m autograder release`.
@@ -61,7 +62,11 @@ def setup_source(extras: tuple[str, ...] = ()) -> str:
     install = '[sys.executable, "-m", "pip", "install", "-q", {} + " @ " + source]'
     lines = [
         "# Setup: on Colab, or wherever the course package is missing, install it (once per runtime).",
-        "import importlib, importlib.util, os, subprocess, sys",
+        "import importlib",
+        "import importlib.util",
+        "import os",
+        "import subprocess",
+        "import sys",
         "",
     ]
     if extras:
@@ -69,7 +74,7 @@ def setup_source(extras: tuple[str, ...] = ()) -> str:
         names = " and ".join(EXTRA_MODULES[e] for e in extras)
         lines += [
             f'on_linux = sys.platform == "linux"  # {names}: wheels for Linux only',
-            f'course_modules = {wanted!r} if on_linux else ["course_utils"]',
+            f'course_modules = {json.dumps(wanted)} if on_linux else ["course_utils"]',
             f'requirement = "{PACKAGE}[{",".join(extras)}]" if on_linux else "{PACKAGE}"',
         ]
     else:
@@ -83,7 +88,7 @@ def setup_source(extras: tuple[str, ...] = ()) -> str:
         lines += [
             f"    if subprocess.run({install.format('requirement')}).returncode != 0:",
             f'        print("{names} could not be installed: installing the course package without it")',
-            f"        subprocess.run({install.format(repr(PACKAGE))}, check=True)",
+            f"        subprocess.run({install.format(json.dumps(PACKAGE))}, check=True)",
         ]
     else:
         lines.append(f"    subprocess.run({install.format('requirement')}, check=True)")

@@ -31,8 +31,12 @@ def _ptxas_report(ptx: str, arch: str) -> tuple[int | None, int | None]:
         source = os.path.join(folder, "kernel.ptx")
         with open(source, "w") as handle:
             handle.write(ptx)
-        result = subprocess.run([tool.path, "-v", f"--gpu-name={gpu}", source, "-o", os.path.join(folder, "kernel.cubin")],
-                                capture_output=True, text=True, timeout=120)
+        result = subprocess.run(
+            [tool.path, "-v", f"--gpu-name={gpu}", source, "-o", os.path.join(folder, "kernel.cubin")],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
     report = result.stdout + result.stderr
     registers = re.search(r"Used (\d+) registers", report)
     spills = re.search(r"(\d+) bytes spill stores", report)
@@ -73,8 +77,14 @@ def build(job: dict[str, Any]) -> dict[str, Any]:
     ptx = compiled.asm["ptx"]
     registers, spilled = _ptxas_report(ptx, job["arch"])
     mma = "wgmma" if "wgmma" in ptx else ("mma" if re.search(r"\bmma\.sync", ptx) else "")
-    return {**result, "compiled": True, "registers": registers, "spilled_bytes": spilled,
-            "shared_bytes": int(compiled.metadata.shared), "mma": mma}
+    return {
+        **result,
+        "compiled": True,
+        "registers": registers,
+        "spilled_bytes": spilled,
+        "shared_bytes": int(compiled.metadata.shared),
+        "mma": mma,
+    }
 
 
 def main() -> int:

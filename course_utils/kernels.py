@@ -49,9 +49,11 @@ class KernelNotWritten(NotImplementedError):
 
 # --- importing Triton, or saying what to install -------------------------------------------------------
 
-INSTALL_TRITON = ("Triton is not installed here. It runs on Linux (and on Colab): `pip install triton`, or "
-                  "`pip install 'attention-course[kernels]'`. On macOS or Windows, open this notebook on Colab; "
-                  "the PyTorch sections above run without it.")
+INSTALL_TRITON = (
+    "Triton is not installed here. It runs on Linux (and on Colab): `pip install triton`, or "
+    "`pip install 'attention-course[kernels]'`. On macOS or Windows, open this notebook on Colab; "
+    "the PyTorch sections above run without it."
+)
 
 
 class MissingTriton:
@@ -203,8 +205,10 @@ class GpuBuild:
         if not self.compiled:
             return f"{self.kernel} for {self.arch}: does not compile: {self.error}"
         mma = self.mma or "no tensor-core MMA"
-        return (f"{self.kernel} for {self.arch}: {self.registers} registers, {self.spilled_bytes} bytes spilled, "
-                f"{self.shared_bytes} bytes of shared memory, {mma}")
+        return (
+            f"{self.kernel} for {self.arch}: {self.registers} registers, {self.spilled_bytes} bytes spilled, "
+            f"{self.shared_bytes} bytes of shared memory, {mma}"
+        )
 
     def as_data(self) -> dict[str, Any]:
         """Plain data, to cross from the sealed run to the trusted pass."""
@@ -212,8 +216,16 @@ class GpuBuild:
 
 
 TORCH_TO_TRITON = {
-    torch.float16: "fp16", torch.bfloat16: "bf16", torch.float32: "fp32", torch.float64: "fp64",
-    torch.int8: "i8", torch.int16: "i16", torch.int32: "i32", torch.int64: "i64", torch.uint8: "u8", torch.bool: "i1",
+    torch.float16: "fp16",
+    torch.bfloat16: "bf16",
+    torch.float32: "fp32",
+    torch.float64: "fp64",
+    torch.int8: "i8",
+    torch.int16: "i16",
+    torch.int32: "i32",
+    torch.int64: "i64",
+    torch.uint8: "u8",
+    torch.bool: "i1",
 }
 
 
@@ -307,8 +319,11 @@ def build_jobs(kernel: Any, args: tuple, kwargs: dict[str, Any], arch: str) -> l
     source = kernel_source(fn)
     jobs = []
     for config in getattr(kernel, "configs", None) or [None]:
-        options = {"num_warps": kwargs.get("num_warps", DEFAULT_WARPS), "num_stages": kwargs.get("num_stages", DEFAULT_STAGES),
-                   "enable_fp_fusion": True}  # named, so Triton 3.9 does not warn
+        options = {
+            "num_warps": kwargs.get("num_warps", DEFAULT_WARPS),
+            "num_stages": kwargs.get("num_stages", DEFAULT_STAGES),
+            "enable_fp_fusion": True,
+        }  # named, so Triton 3.9 does not warn
         call_kwargs = {k: v for k, v in kwargs.items() if k not in ("num_warps", "num_stages")}
         chosen: dict[str, int] = {}
         if config is not None:
@@ -319,8 +334,18 @@ def build_jobs(kernel: Any, args: tuple, kwargs: dict[str, Any], arch: str) -> l
             named = {**inspect.signature(fn).bind_partial(*args, **call_kwargs).arguments, **call_kwargs}
             call_kwargs.update({name: rule(named) for name, rule in rules.items()})
         signature, constexprs, attrs = _argument_types(fn, args, call_kwargs)
-        jobs.append({"name": fn.__name__, "arch": arch, "source": source, "signature": signature, "constexprs": constexprs,
-                     "attrs": [[list(k), v] for k, v in attrs.items()], "options": options, "config": chosen})
+        jobs.append(
+            {
+                "name": fn.__name__,
+                "arch": arch,
+                "source": source,
+                "signature": signature,
+                "constexprs": constexprs,
+                "attrs": [[list(k), v] for k, v in attrs.items()],
+                "options": options,
+                "config": chosen,
+            }
+        )
     return jobs
 
 
@@ -333,12 +358,14 @@ def run_builds(jobs: list[dict[str, Any]]) -> list[GpuBuild]:
     # Run as a script, not ``-m course_utils.gpu_build``: the package imports torch, which costs a fresh
     # process about 1.6 s of its 2. -P keeps this folder off sys.path (its modules are not Triton's).
     script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "gpu_build.py")
-    result = subprocess.run([sys.executable, "-P", script], input=json.dumps(jobs), capture_output=True,
-                            text=True, env=environment, timeout=600)
+    result = subprocess.run(
+        [sys.executable, "-P", script], input=json.dumps(jobs), capture_output=True, text=True, env=environment, timeout=600
+    )
     if result.returncode != 0:
         reason = (result.stderr.strip().splitlines() or ["no output"])[-1]
-        return [GpuBuild(job["name"], job["arch"], False, error=f"the compiler process failed: {reason}", config=job["config"])
-                for job in jobs]
+        return [
+            GpuBuild(job["name"], job["arch"], False, error=f"the compiler process failed: {reason}", config=job["config"]) for job in jobs
+        ]
     return [GpuBuild(**found) for found in json.loads(result.stdout)]
 
 

@@ -95,6 +95,7 @@ def peak_tensor_bytes(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> int:
 
     The result is kept until the end of the measurement, as a caller would keep it.
     """
+
     def measure(thunk: Callable[[], Any]) -> int:
         with torch.no_grad(), track_tensor_memory(args, kwargs) as report:
             result = thunk()

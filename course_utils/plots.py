@@ -70,7 +70,9 @@ def heatmap(
         ax.set_xticks(range(cols))
     if annotate and data.numel() <= 100:
         middle = (data.max() + data.min()).item() / 2
-        for (i, j), value in zip(torch.cartesian_prod(torch.arange(data.shape[0]), torch.arange(data.shape[1])).tolist(), data.flatten().tolist()):
+        for (i, j), value in zip(
+            torch.cartesian_prod(torch.arange(data.shape[0]), torch.arange(data.shape[1])).tolist(), data.flatten().tolist()
+        ):
             ax.text(j, i, f"{value:.2f}", ha="center", va="center", fontsize=8, color="black" if value > middle else "white")
     if title:
         ax.set_title(title)
@@ -99,8 +101,9 @@ def program_map(
     for row, col in (grid < 0).nonzero().tolist():  # lanes past the edge: what the mask switches off
         ax.add_patch(plt.Rectangle((col - 0.5, row - 0.5), 1, 1, fill=False, hatch="///", edgecolor="gray", lw=0))
     if annotate and grid.numel() <= 160:
-        for (row, col), value in zip(torch.cartesian_prod(torch.arange(grid.shape[0]), torch.arange(grid.shape[1])).tolist(),
-                                     grid.flatten().tolist()):
+        for (row, col), value in zip(
+            torch.cartesian_prod(torch.arange(grid.shape[0]), torch.arange(grid.shape[1])).tolist(), grid.flatten().tolist()
+        ):
             if value >= 0:
                 ax.text(col, row, str(value), ha="center", va="center", fontsize=7, color="white")
     ax.set_xticks([])
@@ -146,10 +149,16 @@ def causal_tile_map(status: torch.Tensor, *, keys_outside: bool = False, ax: Axe
             computed = (status[:, j] != SKIPPED).nonzero().flatten().tolist()
             for step, i in enumerate(computed):
                 ax.text(j, i, str(step), ha="center", va="center", fontsize=8)
-    ax.legend(handles=[Patch(facecolor=c, edgecolor="gray", label=k) for c, k in zip(colours, ("skipped", "masked", "full"))],
-              loc="upper right", fontsize=8)
-    ax.set(xlabel="key block j" + (" (the outer loop)" if keys_outside else ""), ylabel="query block i",
-           title=title or "causal attention in tiles")
+    ax.legend(
+        handles=[Patch(facecolor=c, edgecolor="gray", label=k) for c, k in zip(colours, ("skipped", "masked", "full"))],
+        loc="upper right",
+        fontsize=8,
+    )
+    ax.set(
+        xlabel="key block j" + (" (the outer loop)" if keys_outside else ""),
+        ylabel="query block i",
+        title=title or "causal attention in tiles",
+    )
     ax.grid(False)
     return ax
 

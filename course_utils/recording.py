@@ -163,7 +163,9 @@ def replaying(events: dict[str, list[dict[str, Any]]], stopped_because: dict[str
     """Replay ``events`` (see ``read_record``) while the block runs."""
     global _state
     saved = _state
-    _state = _State(mode=Mode.REPLAY, replay={cell: deque(found) for cell, found in events.items()}, stopped_because=dict(stopped_because or {}))
+    _state = _State(
+        mode=Mode.REPLAY, replay={cell: deque(found) for cell, found in events.items()}, stopped_because=dict(stopped_because or {})
+    )
     try:
         yield
     finally:
@@ -345,7 +347,16 @@ def measured(kind: str, fn: Callable[..., Any], args: tuple, kwargs: dict[str, A
         value = measure(thunk)
     finally:
         _measuring -= 1
-    _write({"cell": _state.cell, "seq": _state.sequence, "op": f"measure:{kind}", "target": f"measure:{kind}", "fingerprint": "", "outcome": {"kind": "value", "value": value}})
+    _write(
+        {
+            "cell": _state.cell,
+            "seq": _state.sequence,
+            "op": f"measure:{kind}",
+            "target": f"measure:{kind}",
+            "fingerprint": "",
+            "outcome": {"kind": "value", "value": value},
+        }
+    )
     _state.sequence += 1
     return value
 
@@ -362,9 +373,7 @@ def _next_event(operation: str, target: str, fingerprint: str, label: str) -> di
         raise ReplayError(f"{label}: the graded run stopped before this call" + (f" ({why})" if why else ""))
     event = queue.popleft()
     if (event.get("op"), event.get("target"), event.get("fingerprint")) != (operation, target, fingerprint):
-        raise ReplayError(
-            f"{label}: the graded run made a different call here (its inputs were changed while the test ran)"
-        )
+        raise ReplayError(f"{label}: the graded run made a different call here (its inputs were changed while the test ran)")
     return event
 
 
@@ -535,7 +544,13 @@ def _outcome_to_wire(outcome: Outcome) -> dict[str, Any]:
     value = outcome.value
     if outcome.kind in ("value", "handle"):
         if _elements(value) > MAX_ELEMENTS:
-            return {"kind": "raised", "error_type": "RecordLimit", "error_mro": ["RecordLimit"], "message": "the result is too large to grade", "forbidden_calls": list(outcome.forbidden_calls)}
+            return {
+                "kind": "raised",
+                "error_type": "RecordLimit",
+                "error_mro": ["RecordLimit"],
+                "message": "the result is too large to grade",
+                "forbidden_calls": list(outcome.forbidden_calls),
+            }
         value = _to_wire(value)
     return {
         "kind": outcome.kind,

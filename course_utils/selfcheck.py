@@ -52,8 +52,10 @@ class SelfCheck:
     def __str__(self) -> str:
         earned = sum(r.points for r in self.passed)
         total = sum(r.points for r in self.results)
-        lines = [f"Self-check of {self.notebook}: {len(self.passed)} of {len(self.results)} visible tests pass "
-                 f"({earned:g} of {total:g} points; hidden tests run only at grading)."]
+        lines = [
+            f"Self-check of {self.notebook}: {len(self.passed)} of {len(self.results)} visible tests pass "
+            f"({earned:g} of {total:g} points; hidden tests run only at grading)."
+        ]
         for r in self.results:
             lines.append(f"  {'PASS' if r.passed else 'FAIL'}  {r.test} ({r.points:g} pt)")
             lines += [f"        {line}" for line in r.why.splitlines()]

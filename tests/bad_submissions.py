@@ -21,7 +21,14 @@ BAD_CELL_TIMEOUT_S = 10
 BAD_MEMORY_LIMIT = 2 * 2**30
 # Every softmax test compares values (the hidden no-builtin test compares with the solution too).
 SOFTMAX_TESTS = frozenset(
-    {"test_softmax_matches_torch", "test_softmax_any_dim", "test_softmax_temperature", "test_softmax_stable", "test_softmax_neg_inf", "test_softmax_no_builtin"}
+    {
+        "test_softmax_matches_torch",
+        "test_softmax_any_dim",
+        "test_softmax_temperature",
+        "test_softmax_stable",
+        "test_softmax_neg_inf",
+        "test_softmax_no_builtin",
+    }
 )
 
 
@@ -98,8 +105,15 @@ def renamed_softmax():
 def with_forged_test_cell(notebook):
     """A test cell the release does not have, worth 100 points, that always passes."""
     forged = nbformat.v4.new_code_cell("# free points\nassert True")
-    forged.metadata["nbgrader"] = {"grade": True, "grade_id": "test_bonus", "locked": True, "points": 100,
-                                   "schema_version": 3, "solution": False, "task": False}
+    forged.metadata["nbgrader"] = {
+        "grade": True,
+        "grade_id": "test_bonus",
+        "locked": True,
+        "points": 100,
+        "schema_version": 3,
+        "solution": False,
+        "task": False,
+    }
     notebook.cells.insert(5, forged)
     return notebook
 
@@ -114,7 +128,9 @@ BAD_CASES = [
     BadCase("empty-notebook", notebook_file(nbformat.v4.new_notebook()), "zero", r"^unreadable: the notebook has no cells$"),
     BadCase("only-a-pdf", text_file("%PDF-1.4", name="answers.pdf"), "zero", rf"^missing: no {FIRST}\.ipynb"),
     BadCase("metadata-stripped", notebook_file(stripped(solved(FIRST))), "full", r"^graded; nbgrader metadata restored on \d+ cell\(s\)"),
-    BadCase("colab-copy", notebook_file(solved(FIRST), f"Copy of {FIRST}.ipynb"), "full", rf"^graded; received as 'Copy of {FIRST}\.ipynb'$"),
+    BadCase(
+        "colab-copy", notebook_file(solved(FIRST), f"Copy of {FIRST}.ipynb"), "full", rf"^graded; received as 'Copy of {FIRST}\.ipynb'$"
+    ),
     BadCase(
         "syntax-error",
         notebook_file(solved(FIRST, [Variant("syntax error", "softmax", source=SOFTMAX_SIGNATURE + "\n    return (scores")])),
@@ -189,7 +205,11 @@ BAD_CASES = [
     ),
     BadCase(
         "patches-assert-close",
-        notebook_file(solved(FIRST, [WRONG_SOFTMAX, Variant("patch", "hard_lookup", source="import torch\ntorch.testing.assert_close = " + NEVER_FAIL)])),
+        notebook_file(
+            solved(
+                FIRST, [WRONG_SOFTMAX, Variant("patch", "hard_lookup", source="import torch\ntorch.testing.assert_close = " + NEVER_FAIL)]
+            )
+        ),
         "at least",  # the patch is flagged for review and changes nothing: the verdicts are decided elsewhere
         r"^review: introspection of the grader \(hard_lookup: 'torch\.testing\.assert_close =",
         frozenset(WRONG_SOFTMAX.loses),
@@ -198,10 +218,15 @@ BAD_CASES = [
         # Obfuscated: flagged all the same, and the wrong softmax loses its points.
         "patches-assert-close-quietly",
         notebook_file(
-            solved(FIRST, [softmax_cell(
-                "setattr(getattr(__import__('to' + 'rch'), 'testing'), 'assert_' + 'close', " + NEVER_FAIL + ")",
-                base=WRONG_SOFTMAX.apply(softmax_source()),
-            )])
+            solved(
+                FIRST,
+                [
+                    softmax_cell(
+                        "setattr(getattr(__import__('to' + 'rch'), 'testing'), 'assert_' + 'close', " + NEVER_FAIL + ")",
+                        base=WRONG_SOFTMAX.apply(softmax_source()),
+                    )
+                ],
+            )
         ),
         "at least",
         r"^review: introspection of the grader .*lost points on: ",
@@ -210,7 +235,16 @@ BAD_CASES = [
     BadCase(
         "borrows-the-solution",
         notebook_file(
-            solved(FIRST, [Variant("borrow", "softmax", source=f"from course_utils.reference import load_solution\nsoftmax = load_solution({FIRST!r}).softmax")])
+            solved(
+                FIRST,
+                [
+                    Variant(
+                        "borrow",
+                        "softmax",
+                        source=f"from course_utils.reference import load_solution\nsoftmax = load_solution({FIRST!r}).softmax",
+                    )
+                ],
+            )
         ),
         "lost",  # the sealed run has no solutions to borrow: softmax gives nothing the tests accept
         r"^review: introspection of the grader \(softmax: .*load_solution",
@@ -223,40 +257,157 @@ BAD_CASES = [
 PROCESS_MARKER = "attention-course-hostile-sleeper"
 LEAK_STASH = "import linecache\n_stash = []\n_real_softmax = softmax\n\ndef softmax(*args, **kwargs):\n    _stash.append('\\n'.join(''.join(v[2]) for v in list(linecache.cache.values())))\n    return _real_softmax(*args, **kwargs)"
 HOSTILE_CASES = [
-    BadCase("deletes-grader-state", notebook_file(solved(FIRST, [softmax_cell(
-        "import glob, os, shutil\nfor path in glob.glob('/tmp/attention-*') + [os.environ.get('COURSE_SOLUTIONS_DIR', '/nonexistent')]:\n"
-        "    shutil.rmtree(path, ignore_errors=True)\nfor db in glob.glob('/tmp/**/gradebook.db', recursive=True):\n    open(db, 'w').write('broken')")])),
-        "full", r"^review: introspection of the grader \(softmax: .*COURSE_SOLUTIONS_DIR.*; graded$"),
-    BadCase("writes-outside", notebook_file(solved(FIRST, [softmax_cell("open('/usr/attention-course-pwned', 'w').write('x')")])),
-            "full", r"^sandbox violation: tried to write outside its scratch; graded"),
-    BadCase("reads-other-submissions", notebook_file(solved(FIRST, [softmax_cell(
-        f"import os\nassert not os.path.exists({str(SOLUTIONS_DIR)!r}) and not os.path.exists({str(SOLUTIONS_DIR.parent / 'README.md')!r}), 'can see the host'")])),
-        "full", r"^graded$"),
-    BadCase("opens-a-socket", notebook_file(solved(FIRST, [softmax_cell("import socket\nsocket.create_connection(('1.1.1.1', 80), timeout=3)")])),
-            "full", r"^sandbox violation: tried to network; graded"),
-    BadCase("forks-and-detaches", notebook_file(solved(FIRST, [softmax_cell(
-        f"import subprocess\nsubprocess.Popen(['bash', '-c', 'exec -a {PROCESS_MARKER} sleep 1000'], start_new_session=True)")])),
-        "full", r"^sandbox violation: tried to leave 1 process\(es\) running \(killed\); graded"),
-    BadCase("rebinds-the-checkers", notebook_file(solved(FIRST, [softmax_cell(
-        "globals()['check_close'] = " + NEVER_FAIL + "\nglobals()['check_matches'] = " + NEVER_FAIL, base=WRONG_SOFTMAX.apply(softmax_source()))])),
-        "at least", r"^review: introspection of the grader", frozenset(WRONG_SOFTMAX.loses)),
-    BadCase("patches-the-checks-module", notebook_file(solved(FIRST, [softmax_cell(
-        "import course_utils.checks as trusted\nsetattr(trusted, 'check_close', lambda *a, **k: True)\nsetattr(trusted, '_recording', lambda: True)",
-        base=WRONG_SOFTMAX.apply(softmax_source()))])),
-        "at least", r"^review: introspection of the grader", frozenset(WRONG_SOFTMAX.loses)),
-    BadCase("calls-the-reference-obfuscated", notebook_file(solved(FIRST, [Variant("obfuscated", "softmax", source=(
-        "import importlib\nsoftmax = getattr(importlib.import_module('course_utils.' + 'refer' + 'ence'), 'load_' + 'solution')"
-        f"({FIRST!r}).softmax"))])),
-        "lost", r"^review: introspection of the grader", SOFTMAX_TESTS),
-    BadCase("prints-hidden-tests", notebook_file(solved(FIRST, [softmax_cell(LEAK_STASH),
-        Variant("print the stash", "attention_entropy", source=next(c.source for c in solved(FIRST).cells if c.metadata.get("nbgrader", {}).get("grade_id") == "attention_entropy") + "\nprint('\\n'.join(_stash))")])),
-        "full", r"^review: introspection of the grader"),
-    BadCase("patches-showtraceback", notebook_file(solved(FIRST, [softmax_cell(
-        "get_ipython().showtraceback = lambda *a, **k: None", base=WRONG_SOFTMAX.apply(softmax_source()))])),
-        "at least", r"^review: introspection of the grader", frozenset(WRONG_SOFTMAX.loses)),
-    BadCase("fills-the-disk", notebook_file(solved(FIRST, [softmax_cell(
-        "with open('/tmp/fill', 'wb') as f:\n    for _ in range(2048):\n        f.write(b'0' * 2**20)")])),
-        "full", r"^sandbox violation: tried to fill the disk; graded"),
+    BadCase(
+        "deletes-grader-state",
+        notebook_file(
+            solved(
+                FIRST,
+                [
+                    softmax_cell(
+                        "import glob, os, shutil\nfor path in glob.glob('/tmp/attention-*') + [os.environ.get('COURSE_SOLUTIONS_DIR', '/nonexistent')]:\n"
+                        "    shutil.rmtree(path, ignore_errors=True)\nfor db in glob.glob('/tmp/**/gradebook.db', recursive=True):\n    open(db, 'w').write('broken')"
+                    )
+                ],
+            )
+        ),
+        "full",
+        r"^review: introspection of the grader \(softmax: .*COURSE_SOLUTIONS_DIR.*; graded$",
+    ),
+    BadCase(
+        "writes-outside",
+        notebook_file(solved(FIRST, [softmax_cell("open('/usr/attention-course-pwned', 'w').write('x')")])),
+        "full",
+        r"^sandbox violation: tried to write outside its scratch; graded",
+    ),
+    BadCase(
+        "reads-other-submissions",
+        notebook_file(
+            solved(
+                FIRST,
+                [
+                    softmax_cell(
+                        f"import os\nassert not os.path.exists({str(SOLUTIONS_DIR)!r}) and not os.path.exists({str(SOLUTIONS_DIR.parent / 'README.md')!r}), 'can see the host'"
+                    )
+                ],
+            )
+        ),
+        "full",
+        r"^graded$",
+    ),
+    BadCase(
+        "opens-a-socket",
+        notebook_file(solved(FIRST, [softmax_cell("import socket\nsocket.create_connection(('1.1.1.1', 80), timeout=3)")])),
+        "full",
+        r"^sandbox violation: tried to network; graded",
+    ),
+    BadCase(
+        "forks-and-detaches",
+        notebook_file(
+            solved(
+                FIRST,
+                [
+                    softmax_cell(
+                        f"import subprocess\nsubprocess.Popen(['bash', '-c', 'exec -a {PROCESS_MARKER} sleep 1000'], start_new_session=True)"
+                    )
+                ],
+            )
+        ),
+        "full",
+        r"^sandbox violation: tried to leave 1 process\(es\) running \(killed\); graded",
+    ),
+    BadCase(
+        "rebinds-the-checkers",
+        notebook_file(
+            solved(
+                FIRST,
+                [
+                    softmax_cell(
+                        "globals()['check_close'] = " + NEVER_FAIL + "\nglobals()['check_matches'] = " + NEVER_FAIL,
+                        base=WRONG_SOFTMAX.apply(softmax_source()),
+                    )
+                ],
+            )
+        ),
+        "at least",
+        r"^review: introspection of the grader",
+        frozenset(WRONG_SOFTMAX.loses),
+    ),
+    BadCase(
+        "patches-the-checks-module",
+        notebook_file(
+            solved(
+                FIRST,
+                [
+                    softmax_cell(
+                        "import course_utils.checks as trusted\nsetattr(trusted, 'check_close', lambda *a, **k: True)\nsetattr(trusted, '_recording', lambda: True)",
+                        base=WRONG_SOFTMAX.apply(softmax_source()),
+                    )
+                ],
+            )
+        ),
+        "at least",
+        r"^review: introspection of the grader",
+        frozenset(WRONG_SOFTMAX.loses),
+    ),
+    BadCase(
+        "calls-the-reference-obfuscated",
+        notebook_file(
+            solved(
+                FIRST,
+                [
+                    Variant(
+                        "obfuscated",
+                        "softmax",
+                        source=(
+                            "import importlib\nsoftmax = getattr(importlib.import_module('course_utils.' + 'refer' + 'ence'), 'load_' + 'solution')"
+                            f"({FIRST!r}).softmax"
+                        ),
+                    )
+                ],
+            )
+        ),
+        "lost",
+        r"^review: introspection of the grader",
+        SOFTMAX_TESTS,
+    ),
+    BadCase(
+        "prints-hidden-tests",
+        notebook_file(
+            solved(
+                FIRST,
+                [
+                    softmax_cell(LEAK_STASH),
+                    Variant(
+                        "print the stash",
+                        "attention_entropy",
+                        source=next(
+                            c.source for c in solved(FIRST).cells if c.metadata.get("nbgrader", {}).get("grade_id") == "attention_entropy"
+                        )
+                        + "\nprint('\\n'.join(_stash))",
+                    ),
+                ],
+            )
+        ),
+        "full",
+        r"^review: introspection of the grader",
+    ),
+    BadCase(
+        "patches-showtraceback",
+        notebook_file(
+            solved(FIRST, [softmax_cell("get_ipython().showtraceback = lambda *a, **k: None", base=WRONG_SOFTMAX.apply(softmax_source()))])
+        ),
+        "at least",
+        r"^review: introspection of the grader",
+        frozenset(WRONG_SOFTMAX.loses),
+    ),
+    BadCase(
+        "fills-the-disk",
+        notebook_file(
+            solved(FIRST, [softmax_cell("with open('/tmp/fill', 'wb') as f:\n    for _ in range(2048):\n        f.write(b'0' * 2**20)")])
+        ),
+        "full",
+        r"^sandbox violation: tried to fill the disk; graded",
+    ),
 ]
 BAD_CASES += HOSTILE_CASES
 

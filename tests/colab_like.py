@@ -48,8 +48,13 @@ class ColabRuntime:
         env = {k: v for k, v in os.environ.items() if k not in ("NBGRADER_EXECUTION", "VIRTUAL_ENV", "PYTHONPATH")}
         env[SOURCE_ENV_VAR] = self.package_source.as_uri()
         env["PATH"] = f"{self.root / 'bin'}{os.pathsep}{env.get('PATH', '')}"
-        notebook = run_notebook(notebook_path, kernel_manager=KernelManager(kernel_name=KERNEL_NAME, kernel_spec_manager=specs),
-                                env=env, allow_errors=allow_errors, timeout=timeout)
+        notebook = run_notebook(
+            notebook_path,
+            kernel_manager=KernelManager(kernel_name=KERNEL_NAME, kernel_spec_manager=specs),
+            env=env,
+            allow_errors=allow_errors,
+            timeout=timeout,
+        )
         return NotebookRun(notebook)
 
 

@@ -36,6 +36,7 @@ class GradedClass:
 
 def tree_digest(*folders: Path) -> dict[str, str]:
     """sha256 of every file under the folders (caches and tool folders aside): to prove grading wrote nothing there."""
+
     def ignored(path: Path) -> bool:
         return any(part.startswith(".") or part == "__pycache__" or part.endswith(".egg-info") for part in path.parts)
 

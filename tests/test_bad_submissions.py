@@ -53,7 +53,9 @@ def test_every_bad_submission_has_exactly_one_row_and_its_test_rows(bad_class: G
 
 
 def test_grading_bad_submissions_modifies_none_of_them(bad_class: GradedClass) -> None:
-    assert tree_digest(bad_class.submissions) == {k: v for k, v in bad_class.snapshot_before.items() if k.startswith(str(bad_class.submissions))}
+    assert tree_digest(bad_class.submissions) == {
+        k: v for k, v in bad_class.snapshot_before.items() if k.startswith(str(bad_class.submissions))
+    }
 
 
 def test_feedback_keeps_huge_output_small(bad_class: GradedClass) -> None:
@@ -97,7 +99,10 @@ def test_hostile_submissions_leave_nothing_behind_and_leak_nothing(bad_class: Gr
     assert survivors == [], f"processes left behind by a submission: {survivors}"
     source = nbformat.read(SOLUTIONS_DIR / FIRST / f"{FIRST}.ipynb", as_version=4)
     # Hidden-test lines only: these submissions hold the solution as their own code, which they may see.
-    secrets = Redactor.for_source(source).secrets - Redactor.for_source({"cells": [c for c in source.cells if "BEGIN HIDDEN TESTS" not in c.source]}).secrets
+    secrets = (
+        Redactor.for_source(source).secrets
+        - Redactor.for_source({"cells": [c for c in source.cells if "BEGIN HIDDEN TESTS" not in c.source]}).secrets
+    )
     assert len(secrets) > 20  # the hidden tests of notebook 01 have many distinctive lines
     for html in (bad_class.out / "feedback").glob(f"*/{FIRST}.html"):
         text = " ".join(html_lib.unescape(html.read_text(encoding="utf-8")).split())

@@ -14,8 +14,13 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 
 def test_complexity_benchmark_quick_run_writes_consistent_figures(tmp_path: Path) -> None:
     out = tmp_path / "complexity.json"
-    run = subprocess.run([sys.executable, str(REPO_ROOT / "benchmarks" / "complexity.py"), "--quick", "--json", str(out)],
-                         capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    run = subprocess.run(
+        [sys.executable, str(REPO_ROOT / "benchmarks" / "complexity.py"), "--quick", "--json", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=tmp_path,
+    )
     assert run.returncode == 0, run.stderr
     figures = json.loads(out.read_text())
     rows = figures["rows"]
@@ -35,8 +40,13 @@ def test_complexity_benchmark_quick_run_writes_consistent_figures(tmp_path: Path
 
 def test_fused_attention_benchmark_quick_run_checks_the_kernel(tmp_path: Path) -> None:
     out = tmp_path / "fused.json"
-    run = subprocess.run([sys.executable, str(REPO_ROOT / "benchmarks" / "fused_attention.py"), "--quick", "--json", str(out)],
-                         capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    run = subprocess.run(
+        [sys.executable, str(REPO_ROOT / "benchmarks" / "fused_attention.py"), "--quick", "--json", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=tmp_path,
+    )
     assert run.returncode == 0, run.stderr
     figures = json.loads(out.read_text())
     assert figures["device"], "every figure records its device"
@@ -49,7 +59,8 @@ def test_fused_attention_benchmark_quick_run_checks_the_kernel(tmp_path: Path) -
         if row["status"] != "ok":  # a backend that refuses a shape, or naive attention skipped for memory
             continue
         assert row["max_abs_diff_vs_sdpa_fp32"] < tolerance[row["dtype"]], (
-            f"{row['method']} ({row['dtype']}, causal={row['causal']}, T={row['T']}) disagrees with SDPA")
+            f"{row['method']} ({row['dtype']}, causal={row['causal']}, T={row['T']}) disagrees with SDPA"
+        )
     methods = {row["method"] for row in rows}
     if "triton (interpreter)" in methods:  # the CPU run: tiles against naive in memory, and the kernel checked once
         peak = {(row["method"], row["T"], row["causal"]): row["peak_tensor_bytes"] for row in rows}
@@ -66,8 +77,13 @@ def test_grading_benchmark_runs_in_quick_mode(tmp_path: Path) -> None:
     # Quick mode: the benchmark works and records its figures. The --jobs target itself is
     # for benchmarks/grading.py to print, never for a test: a busy machine must not fail CI.
     out = tmp_path / "grading.json"
-    run = subprocess.run([sys.executable, str(REPO_ROOT / "benchmarks" / "grading.py"), "parallel", "--submissions", "4", "--jobs", "2",
-                          "--json", str(out)], capture_output=True, text=True, timeout=600, cwd=tmp_path)
+    run = subprocess.run(
+        [sys.executable, str(REPO_ROOT / "benchmarks" / "grading.py"), "parallel", "--submissions", "4", "--jobs", "2", "--json", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=tmp_path,
+    )
     assert run.returncode == 0, run.stderr[-3000:]  # includes the check that both runs give the same rows
     figures = json.loads(out.read_text())
     result = figures["parallel"]
@@ -80,8 +96,13 @@ def test_grading_benchmark_runs_in_quick_mode(tmp_path: Path) -> None:
 def test_notebook_benchmark_runs_in_quick_mode(tmp_path: Path) -> None:
     # It records the seconds against the 60 s budget; only a failing cell makes it exit non-zero.
     out = tmp_path / "notebooks.json"
-    run = subprocess.run([sys.executable, str(REPO_ROOT / "benchmarks" / "notebooks.py"), "--quick", "--json", str(out)],
-                         capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    run = subprocess.run(
+        [sys.executable, str(REPO_ROOT / "benchmarks" / "notebooks.py"), "--quick", "--json", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=tmp_path,
+    )
     assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
     figures = json.loads(out.read_text())
     assert figures["budget_s"] == 60 and figures["machine"]["cpus"]

@@ -139,13 +139,30 @@ def jupyterlab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, 
     settings = root.parent / "lab-settings"  # no windowing: every cell's output is in the page
     (settings / "@jupyterlab" / "notebook-extension").mkdir(parents=True)
     (settings / "@jupyterlab" / "notebook-extension" / "tracker.jupyterlab-settings").write_text('{"windowingMode": "none"}')
-    env = {**os.environ, "JUPYTERLAB_SETTINGS_DIR": str(settings), "JUPYTER_RUNTIME_DIR": str(root.parent / "runtime"),
-           "JUPYTERLAB_WORKSPACES_DIR": str(root.parent / "workspaces")}  # no tabs restored from an earlier run
+    env = {
+        **os.environ,
+        "JUPYTERLAB_SETTINGS_DIR": str(settings),
+        "JUPYTER_RUNTIME_DIR": str(root.parent / "runtime"),
+        "JUPYTERLAB_WORKSPACES_DIR": str(root.parent / "workspaces"),
+    }  # no tabs restored from an earlier run
     env.pop("NBGRADER_EXECUTION", None)
     server = subprocess.Popen(
-        [sys.executable, "-m", "jupyterlab", "--no-browser", f"--port={port}", "--ServerApp.ip=127.0.0.1",
-         f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={root}", "--LabApp.expose_app_in_browser=True", "--allow-root"],
-        env=env, cwd=root, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        [
+            sys.executable,
+            "-m",
+            "jupyterlab",
+            "--no-browser",
+            f"--port={port}",
+            "--ServerApp.ip=127.0.0.1",
+            f"--IdentityProvider.token={token}",
+            f"--ServerApp.root_dir={root}",
+            "--LabApp.expose_app_in_browser=True",
+            "--allow-root",
+        ],
+        env=env,
+        cwd=root,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
     )
     base = f"http://127.0.0.1:{port}"
     try:
@@ -167,9 +184,12 @@ def jupyterlab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, 
 def open_notebook(browser, base: str, token: str, path: str) -> PageWatch:
     watch = PageWatch(browser, base=base)
     watch.page.goto(f"{base}/lab/tree/{path}?reset&token={token}")  # reset: no tabs restored from the last page
-    watch.page.wait_for_function("() => window.jupyterapp && window.jupyterapp.shell.currentWidget && "
-                                 "window.jupyterapp.shell.currentWidget.sessionContext && "
-                                 "window.jupyterapp.shell.currentWidget.sessionContext.session", timeout=60_000)
+    watch.page.wait_for_function(
+        "() => window.jupyterapp && window.jupyterapp.shell.currentWidget && "
+        "window.jupyterapp.shell.currentWidget.sessionContext && "
+        "window.jupyterapp.shell.currentWidget.sessionContext.session",
+        timeout=60_000,
+    )
     return watch
 
 
@@ -187,13 +207,17 @@ def test_student_notebook_runs_in_jupyterlab(jupyterlab, browser, tmp_path: Path
     wait_until_idle(watch)
     # Run All stops at the first cell that raises: in an untouched notebook, the first stub.
     watch.page.evaluate("() => window.jupyterapp.commands.execute('notebook:run-all-cells')")
-    watch.page.locator(f"{IN_VIEW} .jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']", has_text="NotImplementedError").first.wait_for(timeout=90_000)
+    watch.page.locator(
+        f"{IN_VIEW} .jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']", has_text="NotImplementedError"
+    ).first.wait_for(timeout=90_000)
     wait_until_idle(watch)
     text = watch.page.locator(f"{IN_VIEW} .jp-Notebook").inner_text()
     assert "device: cpu" in text, "the first cell ran and reported the device"
     # The student runs the self-check cell at the end, as the notebook tells them to.
-    watch.page.evaluate("() => { const nb = window.jupyterapp.shell.currentWidget.content;"
-                        " nb.activeCellIndex = nb.widgets.length - 1; return window.jupyterapp.commands.execute('notebook:run-cell'); }")
+    watch.page.evaluate(
+        "() => { const nb = window.jupyterapp.shell.currentWidget.content;"
+        " nb.activeCellIndex = nb.widgets.length - 1; return window.jupyterapp.commands.execute('notebook:run-cell'); }"
+    )
     report = watch.page.locator(f"{IN_VIEW} .jp-OutputArea-output", has_text=f"Self-check of {FIRST}")
     report.wait_for(timeout=60_000)
     assert "0 of " in report.inner_text() and "not written yet" in report.inner_text()

@@ -324,7 +324,12 @@ def test_a_question_is_recorded_in_the_sealed_run_and_graded_in_the_replay(tmp_p
     record = tmp_path / "record"
     test = "check_answer_format(answer_score_bytes, 'integer')\ncheck_answer(answer_score_bytes, 2**32, kind='integer', hint='count the bytes')\n"
     test += "check_answer(answer_which_key, 'b', kind='choice', choices='abc', hint='look at T')\n"
-    namespace = {"answer_score_bytes": answer_score_bytes, "answer_which_key": answer_which_key, "check_answer": check_answer, "check_answer_format": check_answer_format}
+    namespace = {
+        "answer_score_bytes": answer_score_bytes,
+        "answer_which_key": answer_which_key,
+        "check_answer": check_answer,
+        "check_answer_format": check_answer_format,
+    }
     try:
         recording.start_recording(str(record), ["answer_score_bytes", "answer_which_key"], namespace)
         recording.begin_cell("test_q")
@@ -410,3 +415,117 @@ def test_check_gradcheck_passes_a_right_backward_and_names_a_wrong_one() -> None
     assert check_gradcheck(lambda t: t * t, x)
     with pytest.raises(AssertionError, match="Jacobian mismatch"):
         check_gradcheck(WrongSquare.apply, x, label="gradcheck(WrongSquare)")
+
+
+@pytest.mark.parametrize(
+    ("owner", "name"),
+    [(torch.testing, "assert_close"), (torch, "equal"), (torch, "allclose"), (torch, "isclose")],
+)
+def test_a_comparison_rebound_after_the_import_fails_every_check(monkeypatch: pytest.MonkeyPatch, owner, name: str) -> None:
+    x = torch.tensor([1.0, 2.0])
+    monkeypatch.setattr(owner, name, lambda *args, **kwargs: True)
+    replaced = rf"{owner.__name__}\.{name} was replaced by code in this notebook"
+    with pytest.raises(AssertionError, match=replaced):
+        check_close(x + 1, x, label="close")
+    with pytest.raises(AssertionError, match=replaced):
+        check_equal(x, x, label="equal")
+    monkeypatch.undo()
+    assert check_close(x, x, label="close") and check_equal(x, x, label="equal")
+
+
+def test_a_comparison_rebound_before_the_import_fails_every_check(repo_root) -> None:
+    import subprocess
+    import sys
+
+    script = """
+import torch
+import torch.testing
+torch.equal = lambda *args: True
+torch.testing.assert_close = lambda *args, **kwargs: None
+from course_utils.checks import check_close, check_equal
+for check in (check_close, check_equal):
+    try:
+        check(torch.ones(2), torch.zeros(2), label="rebound first")
+    except AssertionError as error:
+        print(error)
+"""
+    done = subprocess.run([sys.executable, "-c", script], cwd=repo_root, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.count("torch.testing.assert_close, torch.equal was replaced by code in this notebook") == 2, done.stdout
+
+
+def test_the_trusted_comparisons_are_torchs_own() -> None:
+    from course_utils import checks
+
+    assert checks._NOT_TORCHS == []
+    assert checks._defined_by_torch(torch.equal, "equal") and checks._defined_by_torch(torch.testing.assert_close, "assert_close")
+    assert not checks._defined_by_torch(torch.allclose, "equal"), "torch's, but another function"
+    assert not checks._defined_by_torch(lambda *args: True, "<lambda>")
+
+    def assert_close(*args, **kwargs):
+        return None
+
+    assert not checks._defined_by_torch(assert_close, "assert_close")
+
+
+def _private_torch_uses(source: str) -> list[str]:
+    """Dotted names under torch with a private part (``torch._C``, ``torch.testing._comparison``), however imported."""
+    import ast
+
+    def private(path: str) -> bool:
+        parts = path.split(".")
+        return parts[0] == "torch" and any(p.startswith("_") and not (p.startswith("__") and p.endswith("__")) for p in parts[1:])
+
+    tree = ast.parse(source)
+    aliases: dict[str, str] = {}  # local name -> the torch path it is bound to
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.split(".")[0] == "torch":
+                    aliases[alias.asname or "torch"] = alias.name if alias.asname else "torch"
+                    found += [alias.name] if private(alias.name) else []
+        elif isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] == "torch" and not node.level:
+            for alias in node.names:
+                aliases[alias.asname or alias.name] = f"{node.module}.{alias.name}"
+                found += [f"{node.module}.{alias.name}"] if private(f"{node.module}.{alias.name}") else []
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+            found += [word for word in (w.strip("'\",:;()") for w in node.value.replace("(", " ").split()) if private(word)]
+    inside: set[int] = set()  # attributes that are part of a longer chain, seen with it
+    for node in ast.walk(tree):  # breadth first: a chain's outermost attribute comes first
+        if isinstance(node, ast.Attribute) and id(node) not in inside:
+            chain, inner = [node.attr], node.value
+            while isinstance(inner, ast.Attribute):
+                inside.add(id(inner))
+                chain.insert(0, inner.attr)
+                inner = inner.value
+            if isinstance(inner, ast.Name) and inner.id in aliases and private(".".join([aliases[inner.id], *chain])):
+                found.append(".".join([aliases[inner.id], *chain]))
+    return found
+
+
+def test_the_scan_for_private_torch_finds_every_spelling() -> None:
+    assert _private_torch_uses("import torch\nx = torch.__version__, torch.testing.assert_close, torch.equal") == []
+    assert _private_torch_uses("import torch\ntorch._C._VariableFunctions.equal") == ["torch._C._VariableFunctions.equal"]
+    assert _private_torch_uses("from torch.testing._comparison import assert_close") == ["torch.testing._comparison.assert_close"]
+    assert _private_torch_uses("import torch.testing as tt\ntt._comparison") == ["torch.testing._comparison"]
+    assert _private_torch_uses("import torch._dynamo") == ["torch._dynamo"]
+    assert _private_torch_uses("import importlib\nimportlib.import_module('torch._C')") == ["torch._C"]
+
+
+# What has no public counterpart yet: counting the bytes of every tensor an operation allocates needs a
+# dispatch mode, which torch offers only from torch.utils._python_dispatch (with _pytree to walk its outputs).
+PRIVATE_BY_NECESSITY = {
+    "course_utils/memory.py": {"torch.utils._python_dispatch.TorchDispatchMode", "torch.utils._pytree.tree_leaves"},
+}
+
+
+def test_course_code_uses_only_public_torch(repo_root) -> None:
+    found = {}
+    for package in ("course_utils", "autograder"):
+        for path in sorted((repo_root / package).rglob("*.py")):
+            name = path.relative_to(repo_root).as_posix()
+            uses = [use for use in _private_torch_uses(path.read_text()) if use not in PRIVATE_BY_NECESSITY.get(name, ())]
+            if uses:
+                found[name] = uses
+    assert found == {}, "private torch modules or attributes; use torch's public API instead"

@@ -68,8 +68,14 @@ def test_a_dask_cluster_gives_the_same_rows_from_a_zip(bad_class: GradedClass, t
             lms_name = f"{student}_{1000 + i}_{2000 + i}_{FIRST}.ipynb"
             zipped.write(bad_class.submissions / student / f"{FIRST}.ipynb", f"Assignment 1/{lms_name}")
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
-        report = grade(archive, tmp_path / "out", scheduler=cluster.scheduler_address, progress=False,
-                       cell_timeout=BAD_CELL_TIMEOUT_S, memory_limit=BAD_MEMORY_LIMIT)
+        report = grade(
+            archive,
+            tmp_path / "out",
+            scheduler=cluster.scheduler_address,
+            progress=False,
+            cell_timeout=BAD_CELL_TIMEOUT_S,
+            memory_limit=BAD_MEMORY_LIMIT,
+        )
     assert report.grades == [r for r in bad_class.report.grades if r.student_id in students]
     assert report.tests == [r for r in bad_class.report.tests if r.student_id in students]
     assert (tmp_path / "out" / "feedback" / "ok student" / f"{FIRST}.html").is_file()

@@ -42,7 +42,9 @@ def test_every_notebook_opens_in_colab_from_its_own_path(folder: str, name: str)
 
 
 def test_the_repository_address_is_set_in_one_place() -> None:
-    tracked = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard"], cwd=REPO_ROOT, capture_output=True, text=True, check=True).stdout.split()
+    tracked = subprocess.run(
+        ["git", "ls-files", "--cached", "--others", "--exclude-standard"], cwd=REPO_ROOT, capture_output=True, text=True, check=True
+    ).stdout.split()
     holders = [p for p in tracked if not p.endswith(".ipynb") and REPOSITORY in (REPO_ROOT / p).read_text(errors="ignore")]
     assert holders == ["course_utils/colab.py"]
 
@@ -50,8 +52,9 @@ def test_the_repository_address_is_set_in_one_place() -> None:
 REAL_FIND_SPEC = importlib.util.find_spec  # before any test patches it (a test may run the cell twice)
 
 
-def run_setup_cell(monkeypatch: pytest.MonkeyPatch, *, installed: bool, missing: str = "course_utils",
-                   extras_install: bool = True) -> list[list[str]]:
+def run_setup_cell(
+    monkeypatch: pytest.MonkeyPatch, *, installed: bool, missing: str = "course_utils", extras_install: bool = True
+) -> list[list[str]]:
     """The pip commands notebook 07's setup cell runs; ``extras_install=False``: pip fails on ``[kernels]``."""
     calls: list[list[str]] = []
 
@@ -82,7 +85,8 @@ def test_setup_cell_installs_the_package_where_it_is_missing(monkeypatch: pytest
 
 
 def test_where_triton_cannot_be_installed_the_setup_cell_installs_the_package_without_it(
-        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     monkeypatch.setenv(SOURCE_ENV_VAR, "file:///checkout")
     # Linux where pip cannot get Triton (no wheel for the machine): a second install, without the extra.
     calls = run_setup_cell(monkeypatch, installed=False, extras_install=False)
@@ -107,8 +111,12 @@ SMALL = {
     "cells": [
         code("def double(x):\n    return 2 * x"),
         graded_test_cell("test_double", 2, "# double doubles\nassert double(2) == 4, 'double(2) should be 4'"),
-        graded_test_cell("test_triple", 1, "# a test this notebook fails\nassert double(3) == 9, 'double(3) gave 6, wanted 9: multiply by 3'"),
-        graded_test_cell("test_hidden", 1, "# visible part passes\nassert True\n### BEGIN HIDDEN TESTS\nassert False, 'hidden'\n### END HIDDEN TESTS"),
+        graded_test_cell(
+            "test_triple", 1, "# a test this notebook fails\nassert double(3) == 9, 'double(3) gave 6, wanted 9: multiply by 3'"
+        ),
+        graded_test_cell(
+            "test_hidden", 1, "# visible part passes\nassert True\n### BEGIN HIDDEN TESTS\nassert False, 'hidden'\n### END HIDDEN TESTS"
+        ),
         graded_test_cell("test_all_hidden", 1, "# nothing visible\n### BEGIN HIDDEN TESTS\nassert False, 'hidden'\n### END HIDDEN TESTS"),
     ]
 }
@@ -122,7 +130,11 @@ def test_self_check_runs_visible_tests_and_says_why_one_fails() -> None:
     assert report.hidden_only == ["test_all_hidden"]
     assert "multiply by 3" in report.failed[0].why
     text = str(report)
-    assert "2 of 3 visible tests pass (3 of 4 points" in text and "run only at grading: test_all_hidden" in text and "FAIL  test_triple" in text
+    assert (
+        "2 of 3 visible tests pass (3 of 4 points" in text
+        and "run only at grading: test_all_hidden" in text
+        and "FAIL  test_triple" in text
+    )
 
 
 def test_self_check_reports_unwritten_functions(monkeypatch: pytest.MonkeyPatch) -> None:

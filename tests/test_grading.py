@@ -47,7 +47,11 @@ def test_untouched_release_scores_zero(graded_class: GradedClass, assignment: st
 
 @pytest.mark.parametrize("assignment", ASSIGNMENTS)
 def test_correct_variants_score_full_marks(graded_class: GradedClass, assignment: str) -> None:
-    rows = [r for r in graded_class.report.grades if r.assignment == assignment and r.student_id.startswith(f"{assignment[:2]}-correct-variants-")]
+    rows = [
+        r
+        for r in graded_class.report.grades
+        if r.assignment == assignment and r.student_id.startswith(f"{assignment[:2]}-correct-variants-")
+    ]
     assert len(rows) == len(variant_rounds(CORRECT_VARIANTS[assignment])) > 0
     for row in rows:
         assert row.score == row.max_score, row
@@ -65,7 +69,9 @@ def student_with(graded_class: GradedClass, assignment: str, mistake) -> str:
 @pytest.mark.parametrize(("assignment", "mistake"), MISTAKE_CASES, ids=[m.name for _, m in MISTAKE_CASES])
 def test_mistake_loses_points_on_the_test_that_names_it(graded_class: GradedClass, assignment: str, mistake) -> None:
     assert mistake.loses, "a mistake must name the test it fails"
-    assert set(mistake.loses) <= set(spec(assignment).tests), f"not tests of {assignment}: {set(mistake.loses) - set(spec(assignment).tests)}"
+    assert set(mistake.loses) <= set(spec(assignment).tests), (
+        f"not tests of {assignment}: {set(mistake.loses) - set(spec(assignment).tests)}"
+    )
     lost = lost_tests(graded_class, student_with(graded_class, assignment, mistake), assignment)
     assert mistake.loses[0] in lost, f"{mistake.name!r} kept full marks on the test that names it, {mistake.loses[0]}"
     assert set(mistake.loses) <= lost, f"{mistake.name!r} kept full marks on {sorted(set(mistake.loses) - lost)}"
@@ -115,7 +121,9 @@ def test_gradebook_and_summary_agree_with_grades_csv(graded_class: GradedClass) 
     assert "Most failed tests:" in summary and (graded_class.out / SUMMARY_PNG).stat().st_size > 1000
 
 
-@pytest.mark.skipif("01_soft_dictionary_lookup" not in ASSIGNMENTS, reason="COURSE_TEST_ONLY leaves out notebook 01, whose hidden-only mistake this grades")
+@pytest.mark.skipif(
+    "01_soft_dictionary_lookup" not in ASSIGNMENTS, reason="COURSE_TEST_ONLY leaves out notebook 01, whose hidden-only mistake this grades"
+)
 def test_feedback_hides_hidden_tests_but_explains_failures(graded_class: GradedClass) -> None:
     first = "01_soft_dictionary_lookup"
     # A mistake that fails only a hidden test: its traceback would quote hidden code line by line.
@@ -143,8 +151,25 @@ def test_parallel_grading_gives_the_same_rows_as_one_worker(graded_class: Graded
         (small / student).mkdir(parents=True)
         for notebook in (graded_class.submissions / student).glob("*.ipynb"):
             (small / student / notebook.name).write_bytes(notebook.read_bytes())
-    result = subprocess.run([sys.executable, "-m", "autograder", "grade", str(small), "--out", str(tmp_path / "out"),
-                             "--assignment", first, "--no-feedback", "--jobs", "1"], capture_output=True, text=True, timeout=300)
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "autograder",
+            "grade",
+            str(small),
+            "--out",
+            str(tmp_path / "out"),
+            "--assignment",
+            first,
+            "--no-feedback",
+            "--jobs",
+            "1",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert result.returncode == 0, result.stderr[-2000:]
     with (tmp_path / "out" / TESTS_CSV).open() as handle:
         one_worker = [(r["student_id"], r["test"], float(r["score"])) for r in csv.DictReader(handle)]
@@ -179,7 +204,9 @@ def test_demo_prints_the_score_table(repo_root) -> None:
     for assignment in DEMO_ASSIGNMENTS:
         total = spec(assignment).max_score
         rows = [line for line in lines if f" {assignment} " in line]
-        assert any(line.startswith("solved ") and f"{total:g} / {total:g}" in line and line.rstrip().endswith("graded") for line in rows), result.stdout
+        assert any(line.startswith("solved ") and f"{total:g} / {total:g}" in line and line.rstrip().endswith("graded") for line in rows), (
+            result.stdout
+        )
         assert any(line.startswith("untouched ") and f"0 / {total:g}" in line for line in rows), result.stdout
         assert sum("lost points on" in line for line in rows) == len(DEMO_MISTAKES[assignment]), result.stdout
     # The kernel that only the interpreter accepts loses the compile check, named in its row.

@@ -72,22 +72,26 @@ def test_triton_kernel_natively_on_the_gpu(solution, dtype, tol, causal):
 @needs_gpu
 def test_triton_kernel_on_the_gpu_with_ragged_shapes(solution):
     Q, K, V = qkv(1, 3, 77, 129, 48, dtype=torch.float16, device="cuda")
-    torch.testing.assert_close(solution.flash_attention_triton(Q, K, V)[0].float(),
-                               F.scaled_dot_product_attention(Q, K, V).float(), rtol=2e-3, atol=2e-3)
+    torch.testing.assert_close(
+        solution.flash_attention_triton(Q, K, V)[0].float(), F.scaled_dot_product_attention(Q, K, V).float(), rtol=2e-3, atol=2e-3
+    )
 
 
 # --- checked for real GPUs on a CPU: ahead-of-time compiles (course_utils.kernels) ---------------------
+
 
 def solution_launches(solution):
     """Each solution launcher with GPU-sized float16 inputs, as (name, launcher, args, kwargs)."""
     half = lambda *shape: torch.randn(*shape, generator=torch.Generator().manual_seed(0)).half()  # noqa: E731
     Q = half(2, 4, 256, 64)
-    return [("vector_add", solution.vector_add, (half(4096), half(4096)), {}),
-            ("row_sums", solution.row_sums, (half(64, 1000),), {}),
-            ("softmax_rows", solution.softmax_rows, (half(64, 1000),), {}),
-            ("matmul", solution.matmul, (half(256, 256), half(256, 256)), {"block": 64}),
-            ("online_softmax_rows", solution.online_softmax_rows, (half(64, 4000),), {"block": 256}),
-            ("flash_attention_triton", solution.flash_attention_triton, (Q, Q, Q), {"is_causal": True})]
+    return [
+        ("vector_add", solution.vector_add, (half(4096), half(4096)), {}),
+        ("row_sums", solution.row_sums, (half(64, 1000),), {}),
+        ("softmax_rows", solution.softmax_rows, (half(64, 1000),), {}),
+        ("matmul", solution.matmul, (half(256, 256), half(256, 256)), {"block": 64}),
+        ("online_softmax_rows", solution.online_softmax_rows, (half(64, 4000),), {"block": 256}),
+        ("flash_attention_triton", solution.flash_attention_triton, (Q, Q, Q), {"is_causal": True}),
+    ]
 
 
 @pytest.mark.slow
@@ -169,9 +173,11 @@ def test_without_triton_kernels_are_defined_and_launching_says_what_to_install()
 
 # --- the solution's showcase: the autotuned kernel of section 6 (ungraded) -----------------------------
 
+
 @pytest.mark.skipif(ON_GPU, reason="the interpreter path is the CPU path")
-@pytest.mark.parametrize("T_q, T_k, d, causal", [(16, 16, 16, False), (37, 21, 16, True), (21, 37, 32, True), (33, 70, 16, False),
-                                                 (1, 1, 16, True)])
+@pytest.mark.parametrize(
+    "T_q, T_k, d, causal", [(16, 16, 16, False), (37, 21, 16, True), (21, 37, 32, True), (33, 70, 16, False), (1, 1, 16, True)]
+)
 def test_fast_kernel_in_the_interpreter_matches_sdpa(solution, T_q, T_k, d, causal):
     Q, K, V = qkv(2, 2, T_q, T_k, d)
     O, L = solution.flash_attention_fast(Q, K, V, is_causal=causal)
@@ -187,7 +193,9 @@ def test_fast_kernel_takes_strided_inputs_and_a_negative_scale(solution):
         O, _ = solution.flash_attention_fast(q, K, V, is_causal=True, scale=scale)
         # Not SDPA here: PyTorch 2.13's CPU flash backend returns NaN for a negative scale with is_causal
         # (its math backend does not). The plain formula in float64 instead.
-        scores = (q.double() @ K.double().transpose(-2, -1) * scale).masked_fill(torch.ones(24, 24, dtype=torch.bool).triu(1), float("-inf"))
+        scores = (q.double() @ K.double().transpose(-2, -1) * scale).masked_fill(
+            torch.ones(24, 24, dtype=torch.bool).triu(1), float("-inf")
+        )
         torch.testing.assert_close(O, (scores.softmax(-1) @ V.double()).float(), rtol=1e-5, atol=1e-5)
 
 

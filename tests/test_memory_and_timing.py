@@ -21,7 +21,7 @@ def test_one_new_tensor_is_counted_once_and_inputs_are_not():
 
 def test_views_share_their_base_storage():
     def make_views(x):
-        y = x * 2                      # 1 MiB
+        y = x * 2  # 1 MiB
         return y[:10], y.view(-1), y.T  # views: no new storage
 
     assert peak_tensor_bytes(make_views, torch.zeros(256, 1024)) == MIB
@@ -52,8 +52,8 @@ def test_in_place_ops_allocate_nothing_new():
 def test_report_tracks_live_bytes_and_largest_tensor():
     x = torch.zeros(8)
     with track_tensor_memory(x) as report:
-        big = torch.zeros(1024, 1024)        # 4 MiB
-        small = torch.ones(1024)             # 4 KiB
+        big = torch.zeros(1024, 1024)  # 4 MiB
+        small = torch.ones(1024)  # 4 KiB
         del big
     assert report.largest_tensor_bytes == 4 * MIB
     assert report.peak_bytes == 4 * MIB + 4096
@@ -87,3 +87,67 @@ def test_median_seconds_measures_the_call_and_skips_warmup():
 def test_median_seconds_rejects_zero_repeats():
     with pytest.raises(ValueError, match="repeats"):
         median_seconds(lambda: None, repeats=0)
+
+
+def test_median_seconds_makes_exactly_the_calls_asked_for_with_gradients_off():
+    seen = []
+
+    def record(x, *, scale):
+        seen.append((torch.is_grad_enabled(), scale))
+        return x * scale
+
+    x = torch.ones(3, requires_grad=True)
+    for warmup, repeats in ((0, 1), (2, 3)):
+        seen.clear()
+        assert median_seconds(record, x, scale=2.0, repeats=repeats, warmup=warmup) > 0
+        assert seen == [(False, 2.0)] * (warmup + repeats)
+
+
+def test_median_seconds_is_the_median_of_the_timed_calls(monkeypatch):
+    import course_utils.timing as timing
+
+    now = [0.0]  # a clock that moves only when the timed function says so: no wall-clock time is asserted
+    monkeypatch.setattr(timing, "synchronized_clock", lambda: now[0])
+    durations = iter([50.0, 3.0, 1.0, 600.0])  # a warm-up call, then three timed ones
+
+    def advance():
+        now[0] += next(durations)
+
+    assert median_seconds(advance, repeats=3, warmup=1) == 3.0, "neither the warm-up, the mean nor the fastest call"
+
+
+def test_median_seconds_times_cuda_tensors_with_triton_do_bench_in_seconds(monkeypatch):
+    import course_utils.timing as timing
+
+    benched = []
+
+    def do_bench(fn, *, return_mode):
+        benched.append(return_mode)
+        fn()
+        return 2.5  # milliseconds
+
+    monkeypatch.setattr(timing, "_uses_cuda", lambda fn, args, kwargs: True)
+    monkeypatch.setattr(timing, "_do_bench", lambda: do_bench)
+    calls = []
+    assert median_seconds(lambda x: calls.append(x), 7) == pytest.approx(2.5e-3)
+    assert benched == ["median"] and calls == [7]
+
+    monkeypatch.setattr(timing, "_do_bench", lambda: None)  # no Triton: timed as on the CPU, synchronised
+    calls.clear()
+    assert median_seconds(lambda x: calls.append(x), 7, repeats=2) > 0 and calls == [7] * 3
+
+
+def test_median_seconds_sees_a_cuda_tensor_among_arguments_or_as_the_method_owner():
+    from course_utils.timing import _uses_cuda
+
+    cpu = torch.zeros(2)
+    assert not _uses_cuda(torch.mm, (cpu, cpu), {}) and not _uses_cuda(cpu.copy_, (cpu,), {})
+    if torch.cuda.is_available():
+        gpu = cpu.cuda()
+        assert _uses_cuda(torch.mm, (cpu, gpu), {}) and _uses_cuda(gpu.copy_, (gpu,), {}) and _uses_cuda(torch.add, (), {"input": gpu})
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+def test_median_seconds_on_a_gpu_waits_for_the_kernel():
+    a = torch.randn(1024, 1024, device="cuda")
+    assert median_seconds(torch.mm, a, a) > 0

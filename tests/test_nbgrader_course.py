@@ -19,8 +19,8 @@ import nbformat
 import pytest
 
 from autograder.grading.models import AssignmentSpec
-from autograder.nbgrader_ext.feedback import REDACTED_NOTE
 from autograder.mistakes import MISTAKES
+from autograder.nbgrader_ext.feedback import REDACTED_NOTE
 from autograder.settings import NOTEBOOKS_DIR, REPO_ROOT, SOLUTIONS_DIR
 from autograder.submissions import solved
 
@@ -124,7 +124,13 @@ def test_gradebook_export_adds_a_missing_assignment_and_keeps_manual_grades(tmp_
     url = f"sqlite:///{tmp_path / 'gradebook.db'}"
     first_test, *_ = spec.tests
     grades = [
-        GradeRow("carol", ASSIGNMENT, spec.max_score - spec.tests[first_test], spec.max_score, Outcome(Kind.GRADED, f"lost points on: {first_test}")),
+        GradeRow(
+            "carol",
+            ASSIGNMENT,
+            spec.max_score - spec.tests[first_test],
+            spec.max_score,
+            Outcome(Kind.GRADED, f"lost points on: {first_test}"),
+        ),
         GradeRow("dan", ASSIGNMENT, 0.0, spec.max_score, Outcome(Kind.UNREADABLE, "not a notebook")),
         GradeRow("erin", ASSIGNMENT, 0.0, spec.max_score, Outcome(Kind.MISSING, "no notebook")),
     ]
@@ -139,7 +145,10 @@ def test_gradebook_export_adds_a_missing_assignment_and_keeps_manual_grades(tmp_
         assert gradebook.find_submission(ASSIGNMENT, "carol").score == grades[0].score
         dan = gradebook.find_submission(ASSIGNMENT, "dan")
         assert dan.score == 0
-        assert any(c.auto_comment == "Autograder: unreadable: not a notebook" for c in gradebook.find_submission_notebook(ASSIGNMENT, ASSIGNMENT, "dan").comments)
+        assert any(
+            c.auto_comment == "Autograder: unreadable: not a notebook"
+            for c in gradebook.find_submission_notebook(ASSIGNMENT, ASSIGNMENT, "dan").comments
+        )
         with pytest.raises(Exception, match="No such submission"):
             gradebook.find_submission(ASSIGNMENT, "erin")
         grade = gradebook.find_grade(first_test, ASSIGNMENT, ASSIGNMENT, "carol")

@@ -34,7 +34,9 @@ def test_student_notebook_runs_to_the_end_failing_only_at_stubs(colab_runs: Cola
     assert errors, "an untouched student notebook should stop at its stubs"
     # A cell that uses what a failed cell would have made fails with NameError; anything else is a bug.
     unexpected = errors - STUB_ERRORS - {"NameError"}
-    assert not unexpected, f"{assignment}: errors other than the stubs: {[(o['ename'], o['evalue'][:120]) for o in run.outputs('error') if o['ename'] in unexpected]}"
+    assert not unexpected, (
+        f"{assignment}: errors other than the stubs: {[(o['ename'], o['evalue'][:120]) for o in run.outputs('error') if o['ename'] in unexpected]}"
+    )
     assert errors & STUB_ERRORS, errors
     text = run.text()
     assert "torch 2.13.0" in text and "device: cpu" in text, "the first cell reports the device"

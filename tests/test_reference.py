@@ -46,12 +46,14 @@ def test_missing_solutions_give_a_clear_error(monkeypatch: pytest.MonkeyPatch, t
 
 
 def test_top_level_imports_skip_magics_and_broken_cells() -> None:
-    notebook = {"cells": [
-        {"cell_type": "code", "source": "%matplotlib inline\nimport math\nx = 1"},
-        {"cell_type": "code", "source": "def broken(:\n"},
-        {"cell_type": "code", "source": ["from torch import nn\n", "import math\n"]},
-        {"cell_type": "markdown", "source": "import os"},
-    ]}
+    notebook = {
+        "cells": [
+            {"cell_type": "code", "source": "%matplotlib inline\nimport math\nx = 1"},
+            {"cell_type": "code", "source": "def broken(:\n"},
+            {"cell_type": "code", "source": ["from torch import nn\n", "import math\n"]},
+            {"cell_type": "markdown", "source": "import os"},
+        ]
+    }
     assert reference.top_level_imports(notebook) == "import math\nfrom torch import nn"
 
 
@@ -68,7 +70,9 @@ def test_solution_softmax_matches_torch(solution01, shape, seed, scale, temperat
 
 
 @settings(max_examples=30, deadline=None)
-@given(batch=st.lists(st.integers(1, 3), max_size=2), n=st.integers(1, 6), d=st.integers(1, 5), d_v=st.integers(1, 5), seed=st.integers(0, 999))
+@given(
+    batch=st.lists(st.integers(1, 3), max_size=2), n=st.integers(1, 6), d=st.integers(1, 5), d_v=st.integers(1, 5), seed=st.integers(0, 999)
+)
 def test_solution_soft_lookup_matches_torch(solution01, batch, n, d, d_v, seed) -> None:
     q, k, v = (random_tensor(*s, dtype=torch.float64, seed=seed + i) for i, s in enumerate(((*batch, d), (n, d), (n, d_v))))
     output, weights = solution01.soft_lookup(q, k, v, temperature=0.7)

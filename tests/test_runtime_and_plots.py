@@ -77,5 +77,9 @@ def test_roofline_places_each_point_under_the_roof() -> None:
     xs, ys = roof.get_data()
     assert ys.max() == peak and abs(ys[0] - xs[0] * bandwidth) < 1e-9 * ys[0]
     assert [(float(p.get_xdata()[0]), float(p.get_ydata()[0])) for p in points] == [(2.0, 20.0), (50.0, 100.0)]
-    assert [t.get_text() for t in ax.get_legend().get_texts()] == ["roofline (ridge 10 FLOP/B)", "memory-bound (2 FLOP/B)", "compute-bound (50 FLOP/B)"]
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == [
+        "roofline (ridge 10 FLOP/B)",
+        "memory-bound (2 FLOP/B)",
+        "compute-bound (50 FLOP/B)",
+    ]
     plt.close("all")

@@ -17,7 +17,9 @@ LIMITS = SandboxLimits(cell_timeout=20, memory_bytes=None, wall_seconds=120)
 # runner, so a module there would be imported by the next one.
 PLACES = ("/tmp/planted", "/tmp/home/planted", "/tmp/work/planted", "/dev/shm/planted", "/dev/planted", "/planted", "/grader/stack_data.py")
 # Everything a first submission could leave for, or do to, whatever runs after it.
-ATTACK = f"PLACES = {PLACES!r}\n" + """
+ATTACK = (
+    f"PLACES = {PLACES!r}\n"
+    + """
 import os, signal, subprocess
 for path in PLACES:
     try:
@@ -56,8 +58,11 @@ for pid in range(2, 100):  # numbers name processes of its own namespace only
         pass
 print(json.dumps({'parent': os.getppid(), 'reached': reached, 'outside': sum(e.isdigit() and depth(e) < depth('self') for e in os.listdir('/proc'))}))
 """
+)
 
-LOOK = f"PLACES = {PLACES!r}\n" + """
+LOOK = (
+    f"PLACES = {PLACES!r}\n"
+    + """
 import os, torch
 print(json.dumps({
     'planted': [p for p in PLACES if os.path.exists(p)],
@@ -66,6 +71,7 @@ print(json.dumps({
     'processes': [e for e in os.listdir('/proc') if e.isdigit() and open(f'/proc/{e}/cmdline', 'rb').read().startswith(b'sleep')],
 }))
 """
+)
 
 
 def printed(source: str) -> dict:
@@ -108,7 +114,9 @@ print(json.dumps({'found': found}))
 
 def test_a_submission_cannot_read_an_earlier_one_from_memory() -> None:
     # The runner never reads a request, so no submission's text is in the memory later forks copy.
-    assert printed("secret = 'secret-of-the-first-submission'\nprint(json.dumps({'said': secret}))") == {"said": "secret-of-the-first-submission"}
+    assert printed("secret = 'secret-of-the-first-submission'\nprint(json.dumps({'said': secret}))") == {
+        "said": "secret-of-the-first-submission"
+    }
     assert printed(SCAN) == {"found": False}
 
 
@@ -119,7 +127,9 @@ def test_a_forged_frame_costs_only_its_own_run() -> None:
 
 
 def test_a_cell_that_kills_its_process_ends_the_run_and_the_runner_carries_on() -> None:
-    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("print('before')"), nbformat.v4.new_code_cell("import os\nos._exit(3)")])
+    notebook = nbformat.v4.new_notebook(
+        cells=[nbformat.v4.new_code_cell("print('before')"), nbformat.v4.new_code_cell("import os\nos._exit(3)")]
+    )
     run = run_sealed(notebook, [], LIMITS)
     assert run.ended.startswith("the kernel died"), run.ended
     assert 0 in run.finished and 1 not in run.finished

@@ -28,10 +28,13 @@ GRADES = [
     GradeRow("notes.txt", "?", 0.0, 0.0, Outcome(Kind.UNIDENTIFIED, "not a notebook")),
 ]
 TESTS = [
-    TestRow("ann", "01_a", "test_x", 2.0, 2.0), TestRow("ann", "01_a", "test_y", 2.0, 2.0),
+    TestRow("ann", "01_a", "test_x", 2.0, 2.0),
+    TestRow("ann", "01_a", "test_y", 2.0, 2.0),
     TestRow("ann", "02_b", "test_z", 0.0, 5.0),
-    TestRow("bob", "01_a", "test_x", 2.0, 2.0), TestRow("bob", "01_a", "test_y", 0.0, 2.0),
-    TestRow("cy", "01_a", "test_x", 0.0, 2.0), TestRow("cy", "01_a", "test_y", 0.0, 2.0),  # unreadable: not counted
+    TestRow("bob", "01_a", "test_x", 2.0, 2.0),
+    TestRow("bob", "01_a", "test_y", 0.0, 2.0),
+    TestRow("cy", "01_a", "test_x", 0.0, 2.0),
+    TestRow("cy", "01_a", "test_y", 0.0, 2.0),  # unreadable: not counted
     TestRow("cy", "02_b", "test_z", 5.0, 5.0),
 ]
 

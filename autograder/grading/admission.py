@@ -49,7 +49,10 @@ INTROSPECTION = re.compile(
 # What a blocked attempt looks like in the outputs of the sealed run.
 VIOLATION_SIGNS = (
     ("write outside its scratch", re.compile(r"Read-only file system|\[Errno 30\]|Permission denied: '/(?!tmp)")),
-    ("network", re.compile(r"Network is unreachable|\[Errno 101\]|Temporary failure in name resolution|Name or service not known|\[Errno -[23]\]")),
+    (
+        "network",
+        re.compile(r"Network is unreachable|\[Errno 101\]|Temporary failure in name resolution|Name or service not known|\[Errno -[23]\]"),
+    ),
     ("spawn", re.compile(r"Resource temporarily unavailable|\[Errno 11\]")),
     ("fill the disk", re.compile(r"No space left on device|\[Errno 28\]|File too large|\[Errno 27\]")),
 )
@@ -60,7 +63,9 @@ def read_submission(submission: Submission, assignment: str) -> NotebookNode:
     import nbformat
 
     if not SAFE_STUDENT_ID.match(submission.student):
-        raise SubmissionProblem(Kind.INVALID_STUDENT, f"{submission.student!r}: use letters, digits, '@', '.', '_', '-' and single inner spaces")
+        raise SubmissionProblem(
+            Kind.INVALID_STUDENT, f"{submission.student!r}: use letters, digits, '@', '.', '_', '-' and single inner spaces"
+        )
     if submission.content is None:
         raise SubmissionProblem(Kind.MISSING, f"no {assignment}.ipynb, nor a file that could be matched to it")
     try:
@@ -98,6 +103,7 @@ def sandbox_violations(outputs: list[dict], leftover_processes: int) -> list[str
     if leftover_processes:
         found.append(f"leave {leftover_processes} process(es) running (killed)")
     return found
+
 
 # Below this similarity a cell is not taken for a released cell that lost its metadata.
 MIN_SIMILARITY = 0.6

@@ -223,7 +223,12 @@ def take_in(root: Path, known: list[str], graded_functions: dict[str, set[str]],
     for path in notebook_files(root):
         handin = place(path, root, known, pattern, graded_functions)
         if handin.student is None:
-            intake.unplaced.append((handin, f"cannot tell whose file {handin.received_as!r} is (its name does not match the student pattern {student_pattern!r})"))
+            intake.unplaced.append(
+                (
+                    handin,
+                    f"cannot tell whose file {handin.received_as!r} is (its name does not match the student pattern {student_pattern!r})",
+                )
+            )
         elif handin.assignment is None:
             intake.unplaced.append((handin, f"{handin.received_as!r} matches no assignment of the course ({', '.join(known)})"))
         else:
@@ -234,6 +239,8 @@ def take_in(root: Path, known: list[str], graded_functions: dict[str, set[str]],
         best, others = handins[0], handins[1:]
         if others:
             skipped = ", ".join(repr(h.received_as) for h in others)
-            best = Handin(best.path, best.received_as, best.student, best.assignment, best.notes + (f"graded {best.received_as!r}, not {skipped}",))
+            best = Handin(
+                best.path, best.received_as, best.student, best.assignment, best.notes + (f"graded {best.received_as!r}, not {skipped}",)
+            )
         intake.chosen[pair] = best
     return intake

@@ -215,7 +215,9 @@ def _run(batch: GradingBatch, todo: list[Submission], *, jobs: int, scheduler: s
     """Grade ``todo`` in-process, in a local pool or on a cluster; yield results as they finish."""
     from tqdm import tqdm
 
-    with tqdm(total=len(todo) + done, initial=done, desc="grading", unit="notebook", file=sys.stderr, disable=None if progress else True) as bar:
+    with tqdm(
+        total=len(todo) + done, initial=done, desc="grading", unit="notebook", file=sys.stderr, disable=None if progress else True
+    ) as bar:
         if not todo:
             return
         with grading_executor(jobs, scheduler) as (executor, workers):
@@ -270,7 +272,14 @@ def _clear_stale_feedback(feedback_dir: Path, keep: set[tuple[str, str]]) -> Non
 def write_csvs(report: GradingReport, out: Path) -> None:
     out.mkdir(parents=True, exist_ok=True)
     grades = [
-        {"student_id": r.student_id, "assignment": r.assignment, "score": r.score, "max_score": r.max_score, "kind": r.outcome.kind.value, "status": r.status}
+        {
+            "student_id": r.student_id,
+            "assignment": r.assignment,
+            "score": r.score,
+            "max_score": r.max_score,
+            "kind": r.outcome.kind.value,
+            "status": r.status,
+        }
         for r in report.grades
     ]
     for filename, rows in ((GRADES_CSV, grades), (TESTS_CSV, [asdict(r) for r in report.tests])):

@@ -60,16 +60,19 @@ def summarize(grades: list[GradeRow], tests: list[TestRow], specs: dict[str, Ass
             continue
         graded = [r for r in rows if r.outcome.scored]
         graded_pairs = {(r.student_id, r.assignment) for r in graded}
-        lost = Counter(
-            t.test for t in tests if (t.student_id, t.assignment) in graded_pairs and t.score < t.max_score
+        lost = Counter(t.test for t in tests if (t.student_id, t.assignment) in graded_pairs and t.score < t.max_score)
+        summaries.append(
+            AssignmentSummary(
+                assignment=name,
+                max_score=spec.max_score,
+                percents=[100 * r.score / r.max_score if r.max_score else 0.0 for r in graded],
+                not_graded=Counter(r.outcome.kind.value for r in rows if not r.outcome.scored),
+                most_failed=[
+                    TestFailures(test, n, len(graded))
+                    for test, n in sorted(lost.items(), key=lambda kv: (-kv[1], list(spec.tests).index(kv[0])))
+                ],
+            )
         )
-        summaries.append(AssignmentSummary(
-            assignment=name,
-            max_score=spec.max_score,
-            percents=[100 * r.score / r.max_score if r.max_score else 0.0 for r in graded],
-            not_graded=Counter(r.outcome.kind.value for r in rows if not r.outcome.scored),
-            most_failed=[TestFailures(test, n, len(graded)) for test, n in sorted(lost.items(), key=lambda kv: (-kv[1], list(spec.tests).index(kv[0])))],
-        ))
     return summaries
 
 
@@ -90,8 +93,12 @@ def write_gradebook(grades: list[GradeRow], specs: dict[str, AssignmentSpec], ou
 
 def format_summary(summaries: list[AssignmentSummary], unplaced: int = 0) -> str:
     """Markdown: a table of distributions, then the most-failed tests per assignment."""
-    lines = ["# Class summary", "", "| assignment | graded | mean % | median % | min % | max % | full marks | not graded |",
-             "|---|---:|---:|---:|---:|---:|---:|---|"]
+    lines = [
+        "# Class summary",
+        "",
+        "| assignment | graded | mean % | median % | min % | max % | full marks | not graded |",
+        "|---|---:|---:|---:|---:|---:|---:|---|",
+    ]
     for s in summaries:
         stats = (statistics.mean(s.percents), statistics.median(s.percents), min(s.percents), max(s.percents)) if s.percents else None
         shown = " | ".join(f"{v:.0f}" for v in stats) if stats else "– | – | – | –"
@@ -101,8 +108,13 @@ def format_summary(summaries: list[AssignmentSummary], unplaced: int = 0) -> str
     if unplaced:
         lines += ["", f"{unplaced} file(s) could not be matched to an assignment; see the rows with assignment `?` in grades.csv."]
     for s in summaries:
-        lines += ["", f"## {s.assignment} (max {s.max_score:g} points)", "",
-                  "Scores in bins of 10 %: " + " ".join(str(c) for c in s.histogram), ""]
+        lines += [
+            "",
+            f"## {s.assignment} (max {s.max_score:g} points)",
+            "",
+            "Scores in bins of 10 %: " + " ".join(str(c) for c in s.histogram),
+            "",
+        ]
         if not s.most_failed:
             lines.append("No graded submission lost points on any test.")
             continue

@@ -152,7 +152,9 @@ def _matplotlib_cache() -> Path | None:
     folder = Path(tempfile.mkdtemp(prefix="attention-mplcache-"))
     atexit.register(shutil.rmtree, folder, ignore_errors=True)
     probe = "import matplotlib; matplotlib.use('Agg'); import matplotlib.font_manager"
-    result = subprocess.run([sys.executable, "-c", probe], env={**os.environ, "MPLCONFIGDIR": str(folder)}, capture_output=True, timeout=120)
+    result = subprocess.run(
+        [sys.executable, "-c", probe], env={**os.environ, "MPLCONFIGDIR": str(folder)}, capture_output=True, timeout=120
+    )
     return folder if result.returncode == 0 else None
 
 

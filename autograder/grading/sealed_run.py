@@ -120,6 +120,7 @@ def leftover_processes() -> list[int]:
     The /proc here is the runner's, so a process is ours when its ``NSpid`` line is at least
     as deep as ours.
     """
+
     def depth_and_state(pid: str) -> tuple[int, str]:
         with open(f"/proc/{pid}/status") as status:
             fields = dict(line.split(":", 1) for line in status if ":" in line)
@@ -214,7 +215,9 @@ def make_shell() -> Any:
             pass
 
         def write_format_data(self, format_dict: dict, md_dict: dict | None = None) -> None:
-            _Outputs.add({"output_type": "execute_result", "data": dict(format_dict), "metadata": dict(md_dict or {}), "execution_count": None})
+            _Outputs.add(
+                {"output_type": "execute_result", "data": dict(format_dict), "metadata": dict(md_dict or {}), "execution_count": None}
+            )
 
         def finish_displayhook(self) -> None:
             self._is_active = False
@@ -224,7 +227,9 @@ def make_shell() -> Any:
         display_pub_class = Type(Publisher)
 
         def _showtraceback(self, etype: type, evalue: BaseException, stb: list[str]) -> None:
-            _Outputs.add({"output_type": "error", "ename": getattr(etype, "__name__", "Error"), "evalue": str(evalue), "traceback": list(stb)})
+            _Outputs.add(
+                {"output_type": "error", "ename": getattr(etype, "__name__", "Error"), "evalue": str(evalue), "traceback": list(stb)}
+            )
 
         def enable_gui(self, gui: str | None = None) -> None:
             pass  # no event loop: figures are drawn inline, after each cell

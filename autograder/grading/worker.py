@@ -133,13 +133,16 @@ class PreparedCourse:
 @contextmanager
 def _course_for(batch: GradingBatch) -> Iterator[PreparedCourse]:
     prewarm_runner(batch.options.sealed, batch.options.memory_limit or None)  # torch imports while nbgrader sets up
-    with materialized(batch.solutions) as solutions_dir, scratch_course(
-        solutions_dir,
-        cell_timeout=batch.options.cell_timeout,
-        memory_limit=batch.options.memory_limit,
-        sealed=batch.options.sealed,
-        gradebook=batch.gradebook,
-    ) as course:
+    with (
+        materialized(batch.solutions) as solutions_dir,
+        scratch_course(
+            solutions_dir,
+            cell_timeout=batch.options.cell_timeout,
+            memory_limit=batch.options.memory_limit,
+            sealed=batch.options.sealed,
+            gradebook=batch.gradebook,
+        ) as course,
+    ):
         yield PreparedCourse(course, course.api())
 
 

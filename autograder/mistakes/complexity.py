@@ -14,28 +14,56 @@ INTENSITY = "answer_score_matmul_intensity"
 BOUND = "answer_tiled_kernel_bound"
 
 MISTAKES = [
-    Variant("attention_flops counts multiply-adds instead of FLOPs", "attention_flops",
-            edits=(("return 2 * multiply_adds", "return multiply_adds"),),
-            loses=("test_attention_flops", "test_attention_flops_with_d_v")),
-    Variant("attention_flops ignores d_v (uses d_k for both products)", "attention_flops",
-            edits=(("(d_k + d_v)", "(2 * d_k)"),), loses=("test_attention_flops_with_d_v",)),
-    Variant("attention_score_bytes ignores the dtype's size (always 4 bytes)", "attention_score_bytes",
-            edits=(("* dtype.itemsize", "* 4"),), loses=("test_attention_score_bytes",)),
-    Variant("chunked_attention drops the last partial chunk", CHUNKED,
-            edits=((CHUNK_LOOP, "for start in range(0, T_q - chunk_size + 1, chunk_size):"),),
-            loses=("test_chunked_attention_last_partial_chunk",)),
-    Variant("chunked_attention builds the causal mask relative to the chunk", CHUNKED,
-            edits=((CAUSAL_ROWS, "torch.arange(stop - start, device=Q.device)[:, None]"),),
-            loses=("test_chunked_attention_causal", "test_chunked_attention_last_partial_chunk")),
-    Variant("chunked_attention leaves NaN on fully masked rows", CHUNKED,
-            edits=(("weights = weights.nan_to_num(0.0)", "pass"),),
-            loses=("test_chunked_attention_masks", "test_chunked_attention_last_partial_chunk")),
-    Variant("chunked_attention keeps every chunk's weights until the end", CHUNKED, edits=(
-        ("outputs = []", "outputs, kept = [], []"),
-        ("outputs.append(weights @ V)", "kept.append(weights)"),
-        ("return torch.cat(outputs, dim=-2)", "return torch.cat([w @ V for w in kept], dim=-2)"),
-    ), loses=("test_chunked_attention_memory",)),
-    Variant("chunked_attention materialises the whole score matrix", CHUNKED, source='''
+    Variant(
+        "attention_flops counts multiply-adds instead of FLOPs",
+        "attention_flops",
+        edits=(("return 2 * multiply_adds", "return multiply_adds"),),
+        loses=("test_attention_flops", "test_attention_flops_with_d_v"),
+    ),
+    Variant(
+        "attention_flops ignores d_v (uses d_k for both products)",
+        "attention_flops",
+        edits=(("(d_k + d_v)", "(2 * d_k)"),),
+        loses=("test_attention_flops_with_d_v",),
+    ),
+    Variant(
+        "attention_score_bytes ignores the dtype's size (always 4 bytes)",
+        "attention_score_bytes",
+        edits=(("* dtype.itemsize", "* 4"),),
+        loses=("test_attention_score_bytes",),
+    ),
+    Variant(
+        "chunked_attention drops the last partial chunk",
+        CHUNKED,
+        edits=((CHUNK_LOOP, "for start in range(0, T_q - chunk_size + 1, chunk_size):"),),
+        loses=("test_chunked_attention_last_partial_chunk",),
+    ),
+    Variant(
+        "chunked_attention builds the causal mask relative to the chunk",
+        CHUNKED,
+        edits=((CAUSAL_ROWS, "torch.arange(stop - start, device=Q.device)[:, None]"),),
+        loses=("test_chunked_attention_causal", "test_chunked_attention_last_partial_chunk"),
+    ),
+    Variant(
+        "chunked_attention leaves NaN on fully masked rows",
+        CHUNKED,
+        edits=(("weights = weights.nan_to_num(0.0)", "pass"),),
+        loses=("test_chunked_attention_masks", "test_chunked_attention_last_partial_chunk"),
+    ),
+    Variant(
+        "chunked_attention keeps every chunk's weights until the end",
+        CHUNKED,
+        edits=(
+            ("outputs = []", "outputs, kept = [], []"),
+            ("outputs.append(weights @ V)", "kept.append(weights)"),
+            ("return torch.cat(outputs, dim=-2)", "return torch.cat([w @ V for w in kept], dim=-2)"),
+        ),
+        loses=("test_chunked_attention_memory",),
+    ),
+    Variant(
+        "chunked_attention materialises the whole score matrix",
+        CHUNKED,
+        source="""
 def chunked_attention(Q, K, V, chunk_size, attn_mask=None, is_causal=False, scale=None):
     if chunk_size < 1:
         raise ValueError("chunk_size must be at least 1")
@@ -48,49 +76,105 @@ def chunked_attention(Q, K, V, chunk_size, attn_mask=None, is_causal=False, scal
     if attn_mask is not None:
         scores = scores.masked_fill(~attn_mask, float("-inf")) if attn_mask.dtype == torch.bool else scores + attn_mask
     return torch.softmax(scores, dim=-1).nan_to_num(0.0) @ V
-''', loses=("test_chunked_attention_memory",)),
-    Variant("fit_scaling_exponent fits a line on linear axes", "fit_scaling_exponent",
-            edits=((FIT, "np.polyfit(x, y, deg=1)"),), loses=("test_fit_scaling_exponent",)),
-    Variant("fit_scaling_exponent does not check its input", "fit_scaling_exponent", edits=(
-        ('raise ValueError(f"need two 1-D sequences of the same length (at least 2), got {x.shape} and {y.shape}")', "pass"),
-        ('raise ValueError("sizes and costs must be positive: their logarithms are fitted")', "pass"),
-    ), loses=("test_fit_scaling_exponent_rejects_bad_input",)),
+""",
+        loses=("test_chunked_attention_memory",),
+    ),
+    Variant(
+        "fit_scaling_exponent fits a line on linear axes",
+        "fit_scaling_exponent",
+        edits=((FIT, "np.polyfit(x, y, deg=1)"),),
+        loses=("test_fit_scaling_exponent",),
+    ),
+    Variant(
+        "fit_scaling_exponent does not check its input",
+        "fit_scaling_exponent",
+        edits=(
+            ('raise ValueError(f"need two 1-D sequences of the same length (at least 2), got {x.shape} and {y.shape}")', "pass"),
+            ('raise ValueError("sizes and costs must be positive: their logarithms are fitted")', "pass"),
+        ),
+        loses=("test_fit_scaling_exponent_rejects_bad_input",),
+    ),
     # The graded questions: the typical slips, each caught by the question's own test.
-    Variant("the exercise counts a multiply-add as one FLOP", EXERCISE,
-            edits=(("return [multiply_adds, 2 * multiply_adds]", "return [multiply_adds, multiply_adds]"),),
-            loses=("test_exercise_flops_by_hand",)),
-    Variant("the exercise counts only QK^T, not PV", EXERCISE,
-            edits=(("multiply_adds = n * n * d + n * n * d", "multiply_adds = n * n * d"),),
-            loses=("test_exercise_flops_by_hand",)),
-    Variant("the score bytes counted in bits", SCORE_BYTES,
-            edits=(("return entries * 2 ", "return entries * 16 "),), loses=("test_score_bytes_answer",)),
-    Variant("the score bytes forget the heads", SCORE_BYTES,
-            edits=(("entries = 2 * 16 * 4096 * 4096", "entries = 2 * 4096 * 4096"),), loses=("test_score_bytes_answer",)),
-    answered("the score bytes as 1 GiB written in decimal gigabytes", SCORE_BYTES, "1_000_000_000", loses=("test_score_bytes_answer",)),  # "1 GiB" read as 10**9 bytes
-    Variant("the score bytes in float32, not bfloat16", SCORE_BYTES,
-            edits=(("return entries * 2 ", "return entries * 4 "),), loses=("test_score_bytes_answer",)),
-    Variant("the intensity forgets the factor 2 of a multiply-add", INTENSITY,
-            edits=(("flops = 2 * T * T * d", "flops = T * T * d"),), loses=("test_score_matmul_intensity_answer",)),
-    Variant("the intensity counts bits instead of bytes", INTENSITY,
-            edits=(("T, d, b = 1024, 128, 2", "T, d, b = 1024, 128, 16"),), loses=("test_score_matmul_intensity_answer",)),
-    Variant("the intensity forgets to count writing S", INTENSITY,
-            edits=(("(T * d + T * d + T * T) * b", "(T * d + T * d) * b"),), loses=("test_score_matmul_intensity_answer",)),
-    answered("the tiled kernel called compute-bound (the cap read as above the ridge)", BOUND, '"a"', loses=("test_tiled_kernel_bound_answer",)),
+    Variant(
+        "the exercise counts a multiply-add as one FLOP",
+        EXERCISE,
+        edits=(("return [multiply_adds, 2 * multiply_adds]", "return [multiply_adds, multiply_adds]"),),
+        loses=("test_exercise_flops_by_hand",),
+    ),
+    Variant(
+        "the exercise counts only QK^T, not PV",
+        EXERCISE,
+        edits=(("multiply_adds = n * n * d + n * n * d", "multiply_adds = n * n * d"),),
+        loses=("test_exercise_flops_by_hand",),
+    ),
+    Variant(
+        "the score bytes counted in bits",
+        SCORE_BYTES,
+        edits=(("return entries * 2 ", "return entries * 16 "),),
+        loses=("test_score_bytes_answer",),
+    ),
+    Variant(
+        "the score bytes forget the heads",
+        SCORE_BYTES,
+        edits=(("entries = 2 * 16 * 4096 * 4096", "entries = 2 * 4096 * 4096"),),
+        loses=("test_score_bytes_answer",),
+    ),
+    answered(
+        "the score bytes as 1 GiB written in decimal gigabytes", SCORE_BYTES, "1_000_000_000", loses=("test_score_bytes_answer",)
+    ),  # "1 GiB" read as 10**9 bytes
+    Variant(
+        "the score bytes in float32, not bfloat16",
+        SCORE_BYTES,
+        edits=(("return entries * 2 ", "return entries * 4 "),),
+        loses=("test_score_bytes_answer",),
+    ),
+    Variant(
+        "the intensity forgets the factor 2 of a multiply-add",
+        INTENSITY,
+        edits=(("flops = 2 * T * T * d", "flops = T * T * d"),),
+        loses=("test_score_matmul_intensity_answer",),
+    ),
+    Variant(
+        "the intensity counts bits instead of bytes",
+        INTENSITY,
+        edits=(("T, d, b = 1024, 128, 2", "T, d, b = 1024, 128, 16"),),
+        loses=("test_score_matmul_intensity_answer",),
+    ),
+    Variant(
+        "the intensity forgets to count writing S",
+        INTENSITY,
+        edits=(("(T * d + T * d + T * T) * b", "(T * d + T * d) * b"),),
+        loses=("test_score_matmul_intensity_answer",),
+    ),
+    answered(
+        "the tiled kernel called compute-bound (the cap read as above the ridge)", BOUND, '"a"', loses=("test_tiled_kernel_bound_answer",)
+    ),
     answered("the tiled kernel's intensity thought to grow with T", BOUND, '"c"', loses=("test_tiled_kernel_bound_answer",)),
 ]
 
 CORRECT_VARIANTS = [
-    Variant("attention_flops as a float, counting each product separately", "attention_flops", source='''
+    Variant(
+        "attention_flops as a float, counting each product separately",
+        "attention_flops",
+        source="""
 def attention_flops(batch, heads, T_q, T_k, d_k, d_v):
     scores = 2.0 * T_q * T_k * d_k          # QK^T
     output = 2.0 * T_q * T_k * d_v          # PV
     return batch * heads * (scores + output)
-'''),
-    Variant("attention_score_bytes with element_size", "attention_score_bytes", source='''
+""",
+    ),
+    Variant(
+        "attention_score_bytes with element_size",
+        "attention_score_bytes",
+        source="""
 def attention_score_bytes(batch, heads, T_q, T_k, dtype):
     return batch * heads * T_q * T_k * torch.empty((), dtype=dtype).element_size()
-'''),
-    Variant("chunked_attention with einsum, float64 inside and tril offsets", CHUNKED, source='''
+""",
+    ),
+    Variant(
+        "chunked_attention with einsum, float64 inside and tril offsets",
+        CHUNKED,
+        source="""
 def chunked_attention(Q, K, V, chunk_size, attn_mask=None, is_causal=False, scale=None):
     if chunk_size < 1:
         raise ValueError("chunk_size must be at least 1")
@@ -112,8 +196,12 @@ def chunked_attention(Q, K, V, chunk_size, attn_mask=None, is_causal=False, scal
         total = e.sum(dim=-1, keepdim=True)
         pieces.append(torch.einsum("...qk,...kd->...qd", e / torch.where(total > 0, total, 1.0), v))
     return torch.cat(pieces, dim=-2).to(Q.dtype)
-'''),
-    Variant("fit_scaling_exponent in closed form with torch and log2", "fit_scaling_exponent", source='''
+""",
+    ),
+    Variant(
+        "fit_scaling_exponent in closed form with torch and log2",
+        "fit_scaling_exponent",
+        source="""
 def fit_scaling_exponent(sizes, costs):
     x = torch.as_tensor(sizes, dtype=torch.float64)
     y = torch.as_tensor(costs, dtype=torch.float64)
@@ -124,13 +212,18 @@ def fit_scaling_exponent(sizes, costs):
     lx, ly = torch.log2(x), torch.log2(y)
     lx, ly = lx - lx.mean(), ly - ly.mean()
     return ((lx * ly).sum() / (lx * lx).sum()).item()
-'''),
+""",
+    ),
     answered("the exercise as floats in scientific notation", EXERCISE, "[1.024e9, 2.048e9]"),
     answered("the score bytes as a power of two", SCORE_BYTES, "2**30"),  # 2 * 16 * 4096**2 entries = 2**29, 2 bytes each
-    Variant("the intensity as a rounded float, and in closed form", INTENSITY, source='''
+    Variant(
+        "the intensity as a rounded float, and in closed form",
+        INTENSITY,
+        source="""
 def answer_score_matmul_intensity():
     T, d, b = 1024, 128, 2
     return round(2 * T * d / (b * (T + 2 * d)), 1)
-'''),
+""",
+    ),
     answered("the bound as an upper-case letter with spaces", BOUND, '" B "'),
 ]

@@ -13,111 +13,216 @@ MAT = "answer_mat_weights"
 SLEEPS_SOFTMAX = "weights = torch.softmax(torch.tensor([0.5, 2.83, 1.0], dtype=torch.float64), dim=0)"
 
 MISTAKES = [
-    Variant("dot_product_scores uses K.T on batched tensors", "dot_product_scores",
-            edits=(("K.transpose(-2, -1)", "K.T"),), loses=("test_dot_product_scores_batched",)),
-    Variant("general_scores uses W transposed", "general_scores",
-            edits=(("Q @ W @", "Q @ W.T @"),), loses=("test_general_scores",)),
-    Variant("additive_scores without the tanh", "additive_scores",
-            edits=((f"torch.tanh({PAIRS})", f"({PAIRS})"),), loses=("test_additive_scores",)),
-    Variant("additive_scores adds queries and keys position by position", "additive_scores",
-            edits=((PAIRS, "projected_q + projected_k"),), loses=("test_additive_scores_shapes", "test_additive_scores")),
-    Variant("cosine_scores normalises only the queries", "cosine_scores",
-            edits=(("unit_k = K / K.norm(dim=-1, keepdim=True).clamp_min(eps)", "unit_k = K"),), loses=("test_cosine_scores",)),
-    Variant("cosine_scores divides by the norm without eps (0 / 0 = nan)", "cosine_scores",
-            edits=((".clamp_min(eps)", ""),), loses=("test_cosine_scores_zero_vector",)),
-    Variant("dot_product_attention takes the softmax over the queries", "dot_product_attention",
-            edits=((WEIGHTS, WEIGHTS.replace("dim=-1", "dim=-2")),),
-            loses=("test_dot_product_attention_softmax_over_keys", "test_dot_product_attention_worked_examples",
-                   "test_dot_product_attention_matches_sdpa", "test_dot_product_attention_gradients")),
-    Variant("dot_product_attention divides by sqrt(d_k) (it is the unscaled version)", "dot_product_attention",
-            edits=((WEIGHTS, "weights = torch.softmax(dot_product_scores(Q, K) / Q.shape[-1] ** 0.5, dim=-1)"),),
-            loses=("test_dot_product_attention_worked_examples", "test_dot_product_attention_matches_sdpa",
-                   "test_dot_product_attention_gradients")),
-    Variant("dot_product_attention detaches the weights from the graph", "dot_product_attention",
-            edits=((WEIGHTS, WEIGHTS + ".detach()"),), loses=("test_dot_product_attention_gradients",)),
+    Variant(
+        "dot_product_scores uses K.T on batched tensors",
+        "dot_product_scores",
+        edits=(("K.transpose(-2, -1)", "K.T"),),
+        loses=("test_dot_product_scores_batched",),
+    ),
+    Variant("general_scores uses W transposed", "general_scores", edits=(("Q @ W @", "Q @ W.T @"),), loses=("test_general_scores",)),
+    Variant(
+        "additive_scores without the tanh",
+        "additive_scores",
+        edits=((f"torch.tanh({PAIRS})", f"({PAIRS})"),),
+        loses=("test_additive_scores",),
+    ),
+    Variant(
+        "additive_scores adds queries and keys position by position",
+        "additive_scores",
+        edits=((PAIRS, "projected_q + projected_k"),),
+        loses=("test_additive_scores_shapes", "test_additive_scores"),
+    ),
+    Variant(
+        "cosine_scores normalises only the queries",
+        "cosine_scores",
+        edits=(("unit_k = K / K.norm(dim=-1, keepdim=True).clamp_min(eps)", "unit_k = K"),),
+        loses=("test_cosine_scores",),
+    ),
+    Variant(
+        "cosine_scores divides by the norm without eps (0 / 0 = nan)",
+        "cosine_scores",
+        edits=((".clamp_min(eps)", ""),),
+        loses=("test_cosine_scores_zero_vector",),
+    ),
+    Variant(
+        "dot_product_attention takes the softmax over the queries",
+        "dot_product_attention",
+        edits=((WEIGHTS, WEIGHTS.replace("dim=-1", "dim=-2")),),
+        loses=(
+            "test_dot_product_attention_softmax_over_keys",
+            "test_dot_product_attention_worked_examples",
+            "test_dot_product_attention_matches_sdpa",
+            "test_dot_product_attention_gradients",
+        ),
+    ),
+    Variant(
+        "dot_product_attention divides by sqrt(d_k) (it is the unscaled version)",
+        "dot_product_attention",
+        edits=((WEIGHTS, "weights = torch.softmax(dot_product_scores(Q, K) / Q.shape[-1] ** 0.5, dim=-1)"),),
+        loses=(
+            "test_dot_product_attention_worked_examples",
+            "test_dot_product_attention_matches_sdpa",
+            "test_dot_product_attention_gradients",
+        ),
+    ),
+    Variant(
+        "dot_product_attention detaches the weights from the graph",
+        "dot_product_attention",
+        edits=((WEIGHTS, WEIGHTS + ".detach()"),),
+        loses=("test_dot_product_attention_gradients",),
+    ),
     # The graded questions: the typical slips, each caught by the question's own test.
-    Variant("bandwidth limit: w -> infinity taken for w -> 0 (the mean of all targets)", BANDWIDTH,
-            edits=(('return "b"', 'return "a"'),), loses=("test_answer_bandwidth_limit",)),
-    Variant("bandwidth limit: a sharp kernel believed to recover the true f", BANDWIDTH,
-            edits=(('return "b"', 'return "c"'),), loses=("test_answer_bandwidth_limit",)),
-    Variant("sleeps output from the source's rounded weights [0.1, 0.7, 0.2]", SLEEPS,
-            edits=((SLEEPS_SOFTMAX, "weights = torch.tensor([0.1, 0.7, 0.2], dtype=torch.float64)"),),
-            loses=("test_answer_sleeps_output",)),
-    Variant("sleeps output with the scores normalised by their sum (no exp)", SLEEPS,
-            edits=((SLEEPS_SOFTMAX, "weights = torch.tensor([0.5, 2.83, 1.0], dtype=torch.float64) / 4.33"),),
-            loses=("test_answer_sleeps_output",)),
+    Variant(
+        "bandwidth limit: w -> infinity taken for w -> 0 (the mean of all targets)",
+        BANDWIDTH,
+        edits=(('return "b"', 'return "a"'),),
+        loses=("test_answer_bandwidth_limit",),
+    ),
+    Variant(
+        "bandwidth limit: a sharp kernel believed to recover the true f",
+        BANDWIDTH,
+        edits=(('return "b"', 'return "c"'),),
+        loses=("test_answer_bandwidth_limit",),
+    ),
+    Variant(
+        "sleeps output from the source's rounded weights [0.1, 0.7, 0.2]",
+        SLEEPS,
+        edits=((SLEEPS_SOFTMAX, "weights = torch.tensor([0.1, 0.7, 0.2], dtype=torch.float64)"),),
+        loses=("test_answer_sleeps_output",),
+    ),
+    Variant(
+        "sleeps output with the scores normalised by their sum (no exp)",
+        SLEEPS,
+        edits=((SLEEPS_SOFTMAX, "weights = torch.tensor([0.5, 2.83, 1.0], dtype=torch.float64) / 4.33"),),
+        loses=("test_answer_sleeps_output",),
+    ),
     answered("sleeps output as hard attention (the value of cat)", SLEEPS, "[0.5, 0.6]", loses=("test_answer_sleeps_output",)),
-    answered("sleeps: the weights given instead of the output (3 numbers)", SLEEPS, "[0.0774, 0.7951, 0.1275]", loses=("test_answer_sleeps_output",)),
-    Variant("additive without tanh: believed to change nothing", NO_TANH,
-            edits=(('return "b"', 'return "a"'),), loses=("test_answer_additive_without_tanh",)),
-    Variant("additive without tanh: believed to make the scores symmetric", NO_TANH,
-            edits=(('return "b"', 'return "d"'),), loses=("test_answer_additive_without_tanh",)),
+    answered(
+        "sleeps: the weights given instead of the output (3 numbers)",
+        SLEEPS,
+        "[0.0774, 0.7951, 0.1275]",
+        loses=("test_answer_sleeps_output",),
+    ),
+    Variant(
+        "additive without tanh: believed to change nothing",
+        NO_TANH,
+        edits=(('return "b"', 'return "a"'),),
+        loses=("test_answer_additive_without_tanh",),
+    ),
+    Variant(
+        "additive without tanh: believed to make the scores symmetric",
+        NO_TANH,
+        edits=(('return "b"', 'return "d"'),),
+        loses=("test_answer_additive_without_tanh",),
+    ),
     answered("mat weights as the source prints them", MAT, "[0.18, 0.18, 0.64]", loses=("test_answer_mat_weights",)),
-    Variant("mat weights with a 1/sqrt(2) scale (this notebook is unscaled)", MAT, source='''
+    Variant(
+        "mat weights with a 1/sqrt(2) scale (this notebook is unscaled)",
+        MAT,
+        source="""
 def answer_mat_weights():
     import math
     e = math.exp(1 / math.sqrt(2))
     return [e / (2 * e + e**2), e / (2 * e + e**2), e**2 / (2 * e + e**2)]
-''', loses=("test_answer_mat_weights",)),
+""",
+        loses=("test_answer_mat_weights",),
+    ),
     answered("mat weights as the scores divided by their sum (no exp)", MAT, "[0.25, 0.25, 0.5]", loses=("test_answer_mat_weights",)),
-    Variant("mat weights normalised over the queries (the column of each key)", MAT, source='''
+    Variant(
+        "mat weights normalised over the queries (the column of each key)",
+        MAT,
+        source="""
 def answer_mat_weights():
     import math
     e = math.e
     return [e / (2 * e + 1), e / (2 * e + 1), e**2 / (2 * e + e**2)]
-''', loses=("test_answer_mat_weights",)),
+""",
+        loses=("test_answer_mat_weights",),
+    ),
 ]
 
 CORRECT_VARIANTS = [
-    Variant("dot_product_scores with einsum", "dot_product_scores", source='''
+    Variant(
+        "dot_product_scores with einsum",
+        "dot_product_scores",
+        source="""
 def dot_product_scores(Q, K):
     return torch.einsum("...qd,...kd->...qk", Q, K)
-'''),
-    Variant("general_scores with einsum", "general_scores", source='''
+""",
+    ),
+    Variant(
+        "general_scores with einsum",
+        "general_scores",
+        source="""
 def general_scores(Q, K, W):
     return torch.einsum("...qi,ij,...kj->...qk", Q, W, K)
-'''),
-    Variant("additive_scores with a loop over the keys", "additive_scores", source='''
+""",
+    ),
+    Variant(
+        "additive_scores with a loop over the keys",
+        "additive_scores",
+        source="""
 def additive_scores(Q, K, W_q, W_k, v):
     columns = []
     for j in range(K.shape[-2]):
         hidden = torch.tanh(Q @ W_q.T + (K[..., j, :] @ W_k.T).unsqueeze(-2))   # [..., T_q, d_a]
         columns.append(hidden @ v)                                               # [..., T_q]
     return torch.stack(columns, dim=-1)
-'''),
-    Variant("cosine_scores in float64 inside, with vector_norm", "cosine_scores", source='''
+""",
+    ),
+    Variant(
+        "cosine_scores in float64 inside, with vector_norm",
+        "cosine_scores",
+        source="""
 def cosine_scores(Q, K, eps=1e-8):
     q, k = Q.double(), K.double()
     q = q / torch.linalg.vector_norm(q, dim=-1, keepdim=True).clamp_min(eps)
     k = k / torch.linalg.vector_norm(k, dim=-1, keepdim=True).clamp_min(eps)
     return (q @ k.mT).to(Q.dtype)
-'''),
-    Variant("dot_product_attention with einsum and its own stable softmax", "dot_product_attention", source='''
+""",
+    ),
+    Variant(
+        "dot_product_attention with einsum and its own stable softmax",
+        "dot_product_attention",
+        source="""
 def dot_product_attention(Q, K, V):
     scores = torch.einsum("...qd,...kd->...qk", Q, K)
     exponentials = (scores - scores.amax(dim=-1, keepdim=True)).exp()
     weights = exponentials / exponentials.sum(dim=-1, keepdim=True)
     return torch.einsum("...qk,...kv->...qv", weights, V), weights
-'''),
+""",
+    ),
     answered("bandwidth limit as an upper-case letter with spaces", BANDWIDTH, '" B "'),
-    Variant("sleeps output computed step by step with math.exp, rounded to 3 decimals", SLEEPS, source='''
+    Variant(
+        "sleeps output computed step by step with math.exp, rounded to 3 decimals",
+        SLEEPS,
+        source="""
 def answer_sleeps_output():
     import math
     exps = [math.exp(s) for s in (0.5, 2.83, 1.0)]
     weights = [x / sum(exps) for x in exps]
     values = [[0.1, 0.2], [0.5, 0.6], [0.3, 0.4]]
     return [round(sum(w * v[i] for w, v in zip(weights, values)), 3) for i in range(2)]
-'''),
-    Variant("sleeps output as a float32 tensor, with the unrounded score 4/sqrt(2)", SLEEPS, source='''
+""",
+    ),
+    Variant(
+        "sleeps output as a float32 tensor, with the unrounded score 4/sqrt(2)",
+        SLEEPS,
+        source="""
 def answer_sleeps_output():
     weights = torch.softmax(torch.tensor([0.5, 4 / 2 ** 0.5, 1.0]), dim=0)
     return weights @ torch.tensor([[0.1, 0.2], [0.5, 0.6], [0.3, 0.4]])
-'''),
+""",
+    ),
     answered("additive without tanh as an upper-case letter", NO_TANH, '"B"'),
-    Variant("mat weights from torch.softmax, as a tensor", MAT, source='''
+    Variant(
+        "mat weights from torch.softmax, as a tensor",
+        MAT,
+        source="""
 def answer_mat_weights():
     X = torch.tensor([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])
     return torch.softmax(X @ X.T, dim=-1)[2]
-'''),
+""",
+    ),
     answered("mat weights rounded to 4 decimals", MAT, "[0.2119, 0.2119, 0.5761]"),
 ]

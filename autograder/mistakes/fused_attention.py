@@ -12,10 +12,16 @@ TRITON_OUTPUTS = ("test_flash_attention_triton", "test_flash_attention_triton_ca
 ADD, ROWS, SOFTMAX_ROWS, MATMUL, ONLINE_ROWS = "vector_add", "row_sums", "softmax_rows", "matmul", "online_softmax_rows"
 
 MISTAKES = [
-    Variant("online_softmax never rescales the running sum when the max grows", SOFTMAX,
-            edits=(("running_sum * torch.exp(running_max - shift)", "running_sum"),),
-            loses=("test_online_softmax", "test_online_softmax_is_stable")),
-    Variant("online_softmax without the running max (exp overflows)", SOFTMAX, source='''
+    Variant(
+        "online_softmax never rescales the running sum when the max grows",
+        SOFTMAX,
+        edits=(("running_sum * torch.exp(running_max - shift)", "running_sum"),),
+        loses=("test_online_softmax", "test_online_softmax_is_stable"),
+    ),
+    Variant(
+        "online_softmax without the running max (exp overflows)",
+        SOFTMAX,
+        source="""
 def online_softmax(x, block_size):
     if block_size < 1:
         raise ValueError("block_size must be at least 1")
@@ -23,72 +29,169 @@ def online_softmax(x, block_size):
     for start in range(0, x.shape[-1], block_size):
         total = total + torch.exp(x[..., start:start + block_size]).sum(dim=-1, keepdim=True)
     return torch.exp(x) / total
-''', loses=("test_online_softmax_is_stable",)),
-    Variant("online_softmax turns a leading -inf block into NaN", SOFTMAX,
-            edits=(('shift = torch.where(new_max == float("-inf"), 0.0, new_max)', "shift = new_max"),),
-            loses=("test_online_softmax_is_stable",)),
-    Variant("flash_attention_forward does not rescale the accumulator", FLASH,
-            edits=(("acc = acc * correction[..., None] + p @ V", "acc = acc + p @ V"),), loses=FLASH_OUTPUTS),
-    Variant("flash_attention_forward does not rescale the running sum", FLASH,
-            edits=(("l = l * correction + p.sum(dim=-1)", "l = l + p.sum(dim=-1)"),), loses=FLASH_OUTPUTS),
-    Variant("flash_attention_forward's logsumexp misses the max term (L = log l)", FLASH,
-            edits=(("L[..., q_start:q_stop] = m + torch.log(l)", "L[..., q_start:q_stop] = torch.log(l)"),), loses=FLASH_OUTPUTS),
-    Variant("flash_attention_forward skips the diagonal block in the causal case", FLASH,
-            edits=(("k_stop_all = min(T_k, q_stop) if is_causal else T_k", "k_stop_all = min(T_k, q_start) if is_causal else T_k"),),
-            loses=("test_flash_attention_forward_causal",)),
-    Variant("flash_attention_forward returns the running max as L, without log(l)", FLASH,
-            edits=(("L[..., q_start:q_stop] = m + torch.log(l)", "L[..., q_start:q_stop] = m"),), loses=FLASH_OUTPUTS),
-    Variant("flash_attention_forward drops the ragged last query block", FLASH,
-            edits=(("for q_start in range(0, T_q, block_q):", "for q_start in range(0, T_q - block_q + 1, block_q):"),),
-            loses=FLASH_OUTPUTS),
-    Variant("flash_attention_forward builds the causal mask relative to the tile", FLASH,
-            edits=(("rows = torch.arange(q_start, q_stop, device=Q.device)[:, None]",
-                    "rows = torch.arange(q_stop - q_start, device=Q.device)[:, None]"),
-                   ("torch.arange(k_start, k_stop, device=Q.device) > rows", "torch.arange(k_stop - k_start, device=Q.device) > rows")),
-            loses=("test_flash_attention_forward_causal",)),
-    Variant("flash_attention_forward accumulates in the input dtype", FLASH,
-            edits=(("acc_dtype = torch.float64 if Q.dtype == torch.float64 else torch.float32", "acc_dtype = Q.dtype"),),
-            loses=("test_flash_attention_forward",)),
-    Variant("flash_attention_forward computes the tiles past the diagonal and masks them", FLASH,
-            edits=(("k_stop_all = min(T_k, q_stop) if is_causal else T_k", "k_stop_all = T_k"),),
-            loses=("test_flash_attention_forward_skips_masked_blocks",)),
-    Variant("flash_attention_forward tiles only the queries (full rows of scores)", FLASH,
-            edits=(("T_q, T_k = Q.shape[-2], K.shape[-2]", "T_q, T_k = Q.shape[-2], K.shape[-2]\n    block_k = T_k"),),
-            loses=("test_flash_attention_forward_tiles", "test_flash_attention_forward_skips_masked_blocks")),
-    Variant("the Triton kernel does not mask keys past T_k", TRITON,
-            edits=(("allowed = keys[None, :] < T_k", "allowed = keys[None, :] >= 0"),), loses=TRITON_OUTPUTS),
-    Variant("the Triton kernel uses exp on scores scaled for exp2", TRITON,
-            edits=(("tl.exp2(", "tl.exp("),), loses=TRITON_OUTPUTS),
-    Variant("the Triton kernel stores L in base 2 (forgets the factor ln 2)", TRITON,
-            edits=(("lse = (m_i + tl.log2(l_i)) * 0.6931471805599453", "lse = m_i + tl.log2(l_i)"),), loses=TRITON_OUTPUTS),
-    Variant("the Triton kernel leaves its key loop with break (runs in the interpreter, no GPU compiles it)", TRITON,
-            edits=(("    for k_start in range(0, k_end, BLOCK_N):\n", "    for k_start in range(0, T_k, BLOCK_N):\n        if k_start >= k_end:\n            break\n"),),
-            loses=TRITON_OUTPUTS),
+""",
+        loses=("test_online_softmax_is_stable",),
+    ),
+    Variant(
+        "online_softmax turns a leading -inf block into NaN",
+        SOFTMAX,
+        edits=(('shift = torch.where(new_max == float("-inf"), 0.0, new_max)', "shift = new_max"),),
+        loses=("test_online_softmax_is_stable",),
+    ),
+    Variant(
+        "flash_attention_forward does not rescale the accumulator",
+        FLASH,
+        edits=(("acc = acc * correction[..., None] + p @ V", "acc = acc + p @ V"),),
+        loses=FLASH_OUTPUTS,
+    ),
+    Variant(
+        "flash_attention_forward does not rescale the running sum",
+        FLASH,
+        edits=(("l = l * correction + p.sum(dim=-1)", "l = l + p.sum(dim=-1)"),),
+        loses=FLASH_OUTPUTS,
+    ),
+    Variant(
+        "flash_attention_forward's logsumexp misses the max term (L = log l)",
+        FLASH,
+        edits=(("L[..., q_start:q_stop] = m + torch.log(l)", "L[..., q_start:q_stop] = torch.log(l)"),),
+        loses=FLASH_OUTPUTS,
+    ),
+    Variant(
+        "flash_attention_forward skips the diagonal block in the causal case",
+        FLASH,
+        edits=(("k_stop_all = min(T_k, q_stop) if is_causal else T_k", "k_stop_all = min(T_k, q_start) if is_causal else T_k"),),
+        loses=("test_flash_attention_forward_causal",),
+    ),
+    Variant(
+        "flash_attention_forward returns the running max as L, without log(l)",
+        FLASH,
+        edits=(("L[..., q_start:q_stop] = m + torch.log(l)", "L[..., q_start:q_stop] = m"),),
+        loses=FLASH_OUTPUTS,
+    ),
+    Variant(
+        "flash_attention_forward drops the ragged last query block",
+        FLASH,
+        edits=(("for q_start in range(0, T_q, block_q):", "for q_start in range(0, T_q - block_q + 1, block_q):"),),
+        loses=FLASH_OUTPUTS,
+    ),
+    Variant(
+        "flash_attention_forward builds the causal mask relative to the tile",
+        FLASH,
+        edits=(
+            (
+                "rows = torch.arange(q_start, q_stop, device=Q.device)[:, None]",
+                "rows = torch.arange(q_stop - q_start, device=Q.device)[:, None]",
+            ),
+            ("torch.arange(k_start, k_stop, device=Q.device) > rows", "torch.arange(k_stop - k_start, device=Q.device) > rows"),
+        ),
+        loses=("test_flash_attention_forward_causal",),
+    ),
+    Variant(
+        "flash_attention_forward accumulates in the input dtype",
+        FLASH,
+        edits=(("acc_dtype = torch.float64 if Q.dtype == torch.float64 else torch.float32", "acc_dtype = Q.dtype"),),
+        loses=("test_flash_attention_forward",),
+    ),
+    Variant(
+        "flash_attention_forward computes the tiles past the diagonal and masks them",
+        FLASH,
+        edits=(("k_stop_all = min(T_k, q_stop) if is_causal else T_k", "k_stop_all = T_k"),),
+        loses=("test_flash_attention_forward_skips_masked_blocks",),
+    ),
+    Variant(
+        "flash_attention_forward tiles only the queries (full rows of scores)",
+        FLASH,
+        edits=(("T_q, T_k = Q.shape[-2], K.shape[-2]", "T_q, T_k = Q.shape[-2], K.shape[-2]\n    block_k = T_k"),),
+        loses=("test_flash_attention_forward_tiles", "test_flash_attention_forward_skips_masked_blocks"),
+    ),
+    Variant(
+        "the Triton kernel does not mask keys past T_k",
+        TRITON,
+        edits=(("allowed = keys[None, :] < T_k", "allowed = keys[None, :] >= 0"),),
+        loses=TRITON_OUTPUTS,
+    ),
+    Variant("the Triton kernel uses exp on scores scaled for exp2", TRITON, edits=(("tl.exp2(", "tl.exp("),), loses=TRITON_OUTPUTS),
+    Variant(
+        "the Triton kernel stores L in base 2 (forgets the factor ln 2)",
+        TRITON,
+        edits=(("lse = (m_i + tl.log2(l_i)) * 0.6931471805599453", "lse = m_i + tl.log2(l_i)"),),
+        loses=TRITON_OUTPUTS,
+    ),
+    Variant(
+        "the Triton kernel leaves its key loop with break (runs in the interpreter, no GPU compiles it)",
+        TRITON,
+        edits=(
+            (
+                "    for k_start in range(0, k_end, BLOCK_N):\n",
+                "    for k_start in range(0, T_k, BLOCK_N):\n        if k_start >= k_end:\n            break\n",
+            ),
+        ),
+        loses=TRITON_OUTPUTS,
+    ),
     # The warm-up kernels.
-    Variant("vector_add stores without a mask (writes past the end of the output)", ADD,
-            edits=(("tl.store(Z + offsets, x + y, mask=inside)", "tl.store(Z + offsets, x + y)"),), loses=("test_vector_add",)),
-    Variant("row_sums assumes a contiguous matrix (i * N + j instead of the strides)", ROWS,
-            edits=(("X + row * stride_row + cols * stride_col", "X + row * n_cols + cols"),), loses=("test_row_sums",)),
-    Variant("softmax_rows loads the padding lanes as 0 instead of -inf", SOFTMAX_ROWS,
-            edits=(('other=float("-inf")', "other=0.0"),), loses=("test_softmax_rows",)),
-    Variant("softmax_rows without subtracting the row's max (exp overflows)", SOFTMAX_ROWS,
-            edits=(("e = tl.exp(x - tl.max(x, axis=0))", "e = tl.exp(x)"),), loses=("test_softmax_rows",)),
-    Variant("matmul accumulates in float16", MATMUL,
-            edits=(("acc = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)", "acc = tl.zeros([BLOCK_M, BLOCK_N], dtype=C.dtype.element_ty)"),
-                   ("acc += tl.dot(a, b)", "acc += tl.dot(a, b).to(C.dtype.element_ty)")), loses=("test_matmul",)),
-    Variant("matmul does not mask the ragged last step along K", MATMUL,
-            edits=(("mask=(rows[:, None] < M) & (ks[None, :] < K), other=0.0", "mask=rows[:, None] < M, other=0.0"),
-                   ("mask=(ks[:, None] < K) & (cols[None, :] < N), other=0.0", "mask=cols[None, :] < N, other=0.0")), loses=("test_matmul",)),
-    Variant("matmul leaves its K loop with break (runs in the interpreter, no GPU compiles it)", MATMUL,
-            edits=(("    for k in range(0, K, BLOCK_K):\n", "    for k in range(0, 1 << 30, BLOCK_K):\n        if k >= K:\n            break\n"),),
-            loses=("test_matmul",)),
-    Variant("online_softmax_rows never rescales the running sum", ONLINE_ROWS,
-            edits=(("l = l * tl.exp(m - m_new) + tl.sum(tl.exp(x - m_new), axis=0)", "l = l + tl.sum(tl.exp(x - m_new), axis=0)"),),
-            loses=("test_online_softmax_rows",)),
+    Variant(
+        "vector_add stores without a mask (writes past the end of the output)",
+        ADD,
+        edits=(("tl.store(Z + offsets, x + y, mask=inside)", "tl.store(Z + offsets, x + y)"),),
+        loses=("test_vector_add",),
+    ),
+    Variant(
+        "row_sums assumes a contiguous matrix (i * N + j instead of the strides)",
+        ROWS,
+        edits=(("X + row * stride_row + cols * stride_col", "X + row * n_cols + cols"),),
+        loses=("test_row_sums",),
+    ),
+    Variant(
+        "softmax_rows loads the padding lanes as 0 instead of -inf",
+        SOFTMAX_ROWS,
+        edits=(('other=float("-inf")', "other=0.0"),),
+        loses=("test_softmax_rows",),
+    ),
+    Variant(
+        "softmax_rows without subtracting the row's max (exp overflows)",
+        SOFTMAX_ROWS,
+        edits=(("e = tl.exp(x - tl.max(x, axis=0))", "e = tl.exp(x)"),),
+        loses=("test_softmax_rows",),
+    ),
+    Variant(
+        "matmul accumulates in float16",
+        MATMUL,
+        edits=(
+            ("acc = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)", "acc = tl.zeros([BLOCK_M, BLOCK_N], dtype=C.dtype.element_ty)"),
+            ("acc += tl.dot(a, b)", "acc += tl.dot(a, b).to(C.dtype.element_ty)"),
+        ),
+        loses=("test_matmul",),
+    ),
+    Variant(
+        "matmul does not mask the ragged last step along K",
+        MATMUL,
+        edits=(
+            ("mask=(rows[:, None] < M) & (ks[None, :] < K), other=0.0", "mask=rows[:, None] < M, other=0.0"),
+            ("mask=(ks[:, None] < K) & (cols[None, :] < N), other=0.0", "mask=cols[None, :] < N, other=0.0"),
+        ),
+        loses=("test_matmul",),
+    ),
+    Variant(
+        "matmul leaves its K loop with break (runs in the interpreter, no GPU compiles it)",
+        MATMUL,
+        edits=(
+            ("    for k in range(0, K, BLOCK_K):\n", "    for k in range(0, 1 << 30, BLOCK_K):\n        if k >= K:\n            break\n"),
+        ),
+        loses=("test_matmul",),
+    ),
+    Variant(
+        "online_softmax_rows never rescales the running sum",
+        ONLINE_ROWS,
+        edits=(("l = l * tl.exp(m - m_new) + tl.sum(tl.exp(x - m_new), axis=0)", "l = l + tl.sum(tl.exp(x - m_new), axis=0)"),),
+        loses=("test_online_softmax_rows",),
+    ),
 ]
 
 CORRECT_VARIANTS = [
-    Variant("online_softmax with a running logsumexp (logaddexp)", SOFTMAX, source='''
+    Variant(
+        "online_softmax with a running logsumexp (logaddexp)",
+        SOFTMAX,
+        source="""
 def online_softmax(x, block_size):
     if block_size < 1:
         raise ValueError("block_size must be at least 1")
@@ -96,8 +199,12 @@ def online_softmax(x, block_size):
     for block in x.split(block_size, dim=-1):
         lse = torch.logaddexp(lse, block.double().logsumexp(dim=-1, keepdim=True))
     return torch.exp(x.double() - lse).to(x.dtype)
-'''),
-    Variant("online_softmax with a running logsumexp, in float32", SOFTMAX, source='''
+""",
+    ),
+    Variant(
+        "online_softmax with a running logsumexp, in float32",
+        SOFTMAX,
+        source="""
 def online_softmax(x, block_size):
     if block_size < 1:
         raise ValueError("block_size must be at least 1")
@@ -105,8 +212,12 @@ def online_softmax(x, block_size):
     for block in x.split(block_size, dim=-1):
         lse = torch.logaddexp(lse, block.logsumexp(dim=-1, keepdim=True))
     return torch.exp(x - lse)
-'''),
-    Variant("flash_attention_forward with einsum, float64 accumulators and tril offsets", FLASH, source='''
+""",
+    ),
+    Variant(
+        "flash_attention_forward with einsum, float64 accumulators and tril offsets",
+        FLASH,
+        source="""
 def flash_attention_forward(Q, K, V, is_causal=False, scale=None, block_q=64, block_k=64):
     if block_q < 1 or block_k < 1:
         raise ValueError("block sizes must be at least 1")
@@ -135,27 +246,57 @@ def flash_attention_forward(Q, K, V, is_causal=False, scale=None, block_q=64, bl
         lses.append(m + torch.log(l))
     L = torch.cat(lses, dim=-1)
     return torch.cat(outs, dim=-2), L if Q.dtype == torch.float64 else L.float()
-'''),
-    Variant("the Triton kernel with natural-base exp", TRITON,
-            edits=(("s = tl.dot(q, k) * scale_log2e", "s = tl.dot(q, k) * (scale_log2e * 0.6931471805599453)"),
-                   ("tl.exp2(", "tl.exp("),
-                   ("lse = (m_i + tl.log2(l_i)) * 0.6931471805599453", "lse = m_i + tl.log(l_i)")), ),
+""",
+    ),
+    Variant(
+        "the Triton kernel with natural-base exp",
+        TRITON,
+        edits=(
+            ("s = tl.dot(q, k) * scale_log2e", "s = tl.dot(q, k) * (scale_log2e * 0.6931471805599453)"),
+            ("tl.exp2(", "tl.exp("),
+            ("lse = (m_i + tl.log2(l_i)) * 0.6931471805599453", "lse = m_i + tl.log(l_i)"),
+        ),
+    ),
     # The warm-up kernels, written differently.
-    Variant("row_sums looping over column blocks (one step when BLOCK >= N)", ROWS,
-            edits=(("""    values = tl.load(X + row * stride_row + cols * stride_col, mask=cols < n_cols, other=0.0)
-    tl.store(OUT + row, tl.sum(values.to(tl.float32), axis=0))""", """    total = tl.zeros([BLOCK], dtype=tl.float32)
+    Variant(
+        "row_sums looping over column blocks (one step when BLOCK >= N)",
+        ROWS,
+        edits=(
+            (
+                """    values = tl.load(X + row * stride_row + cols * stride_col, mask=cols < n_cols, other=0.0)
+    tl.store(OUT + row, tl.sum(values.to(tl.float32), axis=0))""",
+                """    total = tl.zeros([BLOCK], dtype=tl.float32)
     for start in range(0, n_cols, BLOCK):
         c = start + cols
         total += tl.load(X + row * stride_row + c * stride_col, mask=c < n_cols, other=0.0).to(tl.float32)
-    tl.store(OUT + row, tl.sum(total, axis=0))"""),)),
-    Variant("softmax_rows loading padding as 0 and masking it with tl.where", SOFTMAX_ROWS,
-            edits=(("x = tl.load(X + row * stride_x + cols, mask=inside, other=float(\"-inf\")).to(tl.float32)",
-                    "x = tl.where(inside, tl.load(X + row * stride_x + cols, mask=inside, other=0.0).to(tl.float32), float(\"-inf\"))"),)),
-    Variant("matmul accumulating through tl.dot's acc argument", MATMUL,
-            edits=(("acc += tl.dot(a, b)", "acc = tl.dot(a, b, acc)"),)),
-    Variant("online_softmax_rows in base 2 (exp2 with log2(e))", ONLINE_ROWS,
-            edits=((".to(tl.float32)\n        m_new", " .to(tl.float32) * 1.4426950408889634\n        m_new"),
-                   ("l = l * tl.exp(m - m_new) + tl.sum(tl.exp(x - m_new), axis=0)", "l = l * tl.exp2(m - m_new) + tl.sum(tl.exp2(x - m_new), axis=0)"),
-                   ("tl.store(OUT + row * stride_out + start + cols, tl.exp(x - m) / l, mask=inside)",
-                    "tl.store(OUT + row * stride_out + start + cols, tl.exp2(x * 1.4426950408889634 - m) / l, mask=inside)"))),
+    tl.store(OUT + row, tl.sum(total, axis=0))""",
+            ),
+        ),
+    ),
+    Variant(
+        "softmax_rows loading padding as 0 and masking it with tl.where",
+        SOFTMAX_ROWS,
+        edits=(
+            (
+                'x = tl.load(X + row * stride_x + cols, mask=inside, other=float("-inf")).to(tl.float32)',
+                'x = tl.where(inside, tl.load(X + row * stride_x + cols, mask=inside, other=0.0).to(tl.float32), float("-inf"))',
+            ),
+        ),
+    ),
+    Variant("matmul accumulating through tl.dot's acc argument", MATMUL, edits=(("acc += tl.dot(a, b)", "acc = tl.dot(a, b, acc)"),)),
+    Variant(
+        "online_softmax_rows in base 2 (exp2 with log2(e))",
+        ONLINE_ROWS,
+        edits=(
+            (".to(tl.float32)\n        m_new", " .to(tl.float32) * 1.4426950408889634\n        m_new"),
+            (
+                "l = l * tl.exp(m - m_new) + tl.sum(tl.exp(x - m_new), axis=0)",
+                "l = l * tl.exp2(m - m_new) + tl.sum(tl.exp2(x - m_new), axis=0)",
+            ),
+            (
+                "tl.store(OUT + row * stride_out + start + cols, tl.exp(x - m) / l, mask=inside)",
+                "tl.store(OUT + row * stride_out + start + cols, tl.exp2(x * 1.4426950408889634 - m) / l, mask=inside)",
+            ),
+        ),
+    ),
 ]

@@ -12,95 +12,200 @@ WITHIN = "mask = mask & (position.unsqueeze(-1) >= position.unsqueeze(0))"
 PACKED_TESTS = ("test_packed_sequence_mask", "test_packed_sequence_mask_causal")
 
 MISTAKES = [
-    Variant("causal_mask is always bottom-right", "causal_mask",
-            edits=(("offset = T_k - T_q if bottom_right else 0", "offset = T_k - T_q"),), loses=("test_causal_mask_top_left",)),
-    Variant("padding_mask counts the position equal to the length as real (<=)", "padding_mask",
-            edits=(("positions.unsqueeze(0) < lengths", "positions.unsqueeze(0) <= lengths"),), loses=("test_padding_mask",)),
-    Variant("sliding_window_mask lets the window reach one key too far (<=)", "sliding_window_mask",
-            edits=(("(distance < window)", "(distance <= window)"),), loses=("test_sliding_window_mask",)),
-    Variant("sliding_window_mask looks both ways (not causal)", "sliding_window_mask",
-            edits=(("(distance >= 0) & (distance < window)", "distance.abs() < window"),), loses=("test_sliding_window_mask",)),
-    Variant("bool mask inverted (True treated as masked)", SDPA,
-            edits=((BOOL_FILL, BOOL_FILL.replace("~attn_mask", "attn_mask")),),
-            loses=("test_masked_sdpa_bool_mask", "test_masked_sdpa_is_causal", "test_masked_sdpa_fully_masked_rows")),
-    Variant("float mask multiplied instead of added", SDPA,
-            edits=(("scores = scores + attn_mask", "scores = scores * attn_mask"),),
-            loses=("test_masked_sdpa_float_mask", "test_masked_sdpa_fully_masked_rows")),
-    Variant("masks with -1e9 instead of -inf (fully masked rows become uniform)", SDPA,
-            edits=((BOOL_FILL, "scores.masked_fill(~attn_mask, -1e9)"),), loses=("test_masked_sdpa_fully_masked_rows",)),
-    Variant("leaves NaN in fully masked rows", SDPA,
-            edits=((".masked_fill(nothing_to_attend, 0.0)", ""),), loses=("test_masked_sdpa_fully_masked_rows",)),
-    Variant("is_causal aligned bottom-right", SDPA,
-            edits=((CAUSAL, CAUSAL.replace("device=", "bottom_right=True, device=")),), loses=("test_masked_sdpa_is_causal",)),
-    Variant("accepts attn_mask together with is_causal", SDPA,
-            edits=(('raise ValueError("pass either attn_mask or is_causal=True, not both")', "pass"),),
-            loses=("test_masked_sdpa_rejects_mask_and_causal",)),
-    Variant("calls F.scaled_dot_product_attention for the output", SDPA,
-            edits=(("return weights @ V, weights", "return F.scaled_dot_product_attention(Q, K, V, attn_mask=attn_mask, scale=scale), weights"),),
-            loses=("test_masked_sdpa_no_builtin",)),
+    Variant(
+        "causal_mask is always bottom-right",
+        "causal_mask",
+        edits=(("offset = T_k - T_q if bottom_right else 0", "offset = T_k - T_q"),),
+        loses=("test_causal_mask_top_left",),
+    ),
+    Variant(
+        "padding_mask counts the position equal to the length as real (<=)",
+        "padding_mask",
+        edits=(("positions.unsqueeze(0) < lengths", "positions.unsqueeze(0) <= lengths"),),
+        loses=("test_padding_mask",),
+    ),
+    Variant(
+        "sliding_window_mask lets the window reach one key too far (<=)",
+        "sliding_window_mask",
+        edits=(("(distance < window)", "(distance <= window)"),),
+        loses=("test_sliding_window_mask",),
+    ),
+    Variant(
+        "sliding_window_mask looks both ways (not causal)",
+        "sliding_window_mask",
+        edits=(("(distance >= 0) & (distance < window)", "distance.abs() < window"),),
+        loses=("test_sliding_window_mask",),
+    ),
+    Variant(
+        "bool mask inverted (True treated as masked)",
+        SDPA,
+        edits=((BOOL_FILL, BOOL_FILL.replace("~attn_mask", "attn_mask")),),
+        loses=("test_masked_sdpa_bool_mask", "test_masked_sdpa_is_causal", "test_masked_sdpa_fully_masked_rows"),
+    ),
+    Variant(
+        "float mask multiplied instead of added",
+        SDPA,
+        edits=(("scores = scores + attn_mask", "scores = scores * attn_mask"),),
+        loses=("test_masked_sdpa_float_mask", "test_masked_sdpa_fully_masked_rows"),
+    ),
+    Variant(
+        "masks with -1e9 instead of -inf (fully masked rows become uniform)",
+        SDPA,
+        edits=((BOOL_FILL, "scores.masked_fill(~attn_mask, -1e9)"),),
+        loses=("test_masked_sdpa_fully_masked_rows",),
+    ),
+    Variant(
+        "leaves NaN in fully masked rows",
+        SDPA,
+        edits=((".masked_fill(nothing_to_attend, 0.0)", ""),),
+        loses=("test_masked_sdpa_fully_masked_rows",),
+    ),
+    Variant(
+        "is_causal aligned bottom-right",
+        SDPA,
+        edits=((CAUSAL, CAUSAL.replace("device=", "bottom_right=True, device=")),),
+        loses=("test_masked_sdpa_is_causal",),
+    ),
+    Variant(
+        "accepts attn_mask together with is_causal",
+        SDPA,
+        edits=(('raise ValueError("pass either attn_mask or is_causal=True, not both")', "pass"),),
+        loses=("test_masked_sdpa_rejects_mask_and_causal",),
+    ),
+    Variant(
+        "calls F.scaled_dot_product_attention for the output",
+        SDPA,
+        edits=(
+            ("return weights @ V, weights", "return F.scaled_dot_product_attention(Q, K, V, attn_mask=attn_mask, scale=scale), weights"),
+        ),
+        loses=("test_masked_sdpa_no_builtin",),
+    ),
     # packed sequences (block-diagonal masks)
-    Variant("packed_sequence_mask forgets causality inside each sequence", PACKED,
-            edits=((WITHIN, "mask = mask"),), loses=("test_packed_sequence_mask_causal",)),
-    Variant("packed_sequence_mask is causal even when causal=False", PACKED,
-            edits=(("    if causal:\n", "    if True:\n"),), loses=("test_packed_sequence_mask",)),
-    Variant("packed_sequence_mask inverted (True = masked)", PACKED,
-            edits=(("    return mask\n", "    return ~mask\n"),), loses=PACKED_TESTS),
-    Variant("packed_sequence_mask returns a float 0/1 mask (SDPA would add it, not mask)", PACKED,
-            edits=(("    return mask\n", "    return mask.float()\n"),), loses=PACKED_TESTS),
-    Variant("packed_sequence_mask, causal: one causal mask over the whole row (sequences see the ones before them)", PACKED, source='''
+    Variant(
+        "packed_sequence_mask forgets causality inside each sequence",
+        PACKED,
+        edits=((WITHIN, "mask = mask"),),
+        loses=("test_packed_sequence_mask_causal",),
+    ),
+    Variant(
+        "packed_sequence_mask is causal even when causal=False",
+        PACKED,
+        edits=(("    if causal:\n", "    if True:\n"),),
+        loses=("test_packed_sequence_mask",),
+    ),
+    Variant(
+        "packed_sequence_mask inverted (True = masked)", PACKED, edits=(("    return mask\n", "    return ~mask\n"),), loses=PACKED_TESTS
+    ),
+    Variant(
+        "packed_sequence_mask returns a float 0/1 mask (SDPA would add it, not mask)",
+        PACKED,
+        edits=(("    return mask\n", "    return mask.float()\n"),),
+        loses=PACKED_TESTS,
+    ),
+    Variant(
+        "packed_sequence_mask, causal: one causal mask over the whole row (sequences see the ones before them)",
+        PACKED,
+        source="""
 def packed_sequence_mask(lengths, causal=False):
     T = int(lengths.sum())
     if causal:
         return torch.ones(T, T, dtype=torch.bool).tril()
     ids = torch.repeat_interleave(torch.arange(len(lengths)), lengths)
     return ids[:, None] == ids[None, :]
-''', loses=("test_packed_sequence_mask_causal",)),
-    Variant("packed_sequence_mask off by one at the boundaries (first token glued to the previous sequence)", PACKED, source='''
+""",
+        loses=("test_packed_sequence_mask_causal",),
+    ),
+    Variant(
+        "packed_sequence_mask off by one at the boundaries (first token glued to the previous sequence)",
+        PACKED,
+        source="""
 def packed_sequence_mask(lengths, causal=False):
     ends = lengths.cumsum(0)                                   # where each sequence ends (exclusive)
     position = torch.arange(int(lengths.sum()))
     ids = (position[:, None] > ends[None, :]).sum(-1)          # should be >=
     mask = ids[:, None] == ids[None, :]
     return mask & (position[:, None] >= position[None, :]) if causal else mask
-''', loses=PACKED_TESTS),
-    Variant("packed_sequence_mask takes the lengths as boundaries (forgets the running total, cumsum)", PACKED, source='''
+""",
+        loses=PACKED_TESTS,
+    ),
+    Variant(
+        "packed_sequence_mask takes the lengths as boundaries (forgets the running total, cumsum)",
+        PACKED,
+        source="""
 def packed_sequence_mask(lengths, causal=False):
     position = torch.arange(int(lengths.sum()))
     ids = (position[:, None] >= lengths[None, :]).sum(-1)
     mask = ids[:, None] == ids[None, :]
     return mask & (position[:, None] >= position[None, :]) if causal else mask
-''', loses=PACKED_TESTS),
+""",
+        loses=PACKED_TESTS,
+    ),
     # graded questions
-    Variant("bottom-right count taken top-left", "answer_bottom_right_true_count",
-            edits=(("return 3 + 4 + 5", "return 1 + 2 + 3"),), loses=("test_answer_bottom_right_true_count",)),
-    Variant("bottom-right count answered as text", "answer_bottom_right_true_count",
-            edits=(("return 3 + 4 + 5", 'return "12 entries"'),), loses=("test_answer_bottom_right_true_count",)),
-    Variant("key_padding_mask read with SDPA's convention (True = take part)", "answer_key_padding_mask_unconverted",
-            edits=(('return "b"', 'return "a"'),), loses=("test_answer_key_padding_mask_unconverted",)),
-    Variant("float 0/1 mask believed to mask like a bool mask (weight 0)", "answer_float_mask_future_weight",
-            edits=(("return 3 / (math.e + 3)", "return 0.0"),), loses=("test_answer_float_mask_future_weight",)),
-    Variant("float 0/1 mask: the weight of key 0 instead of the future keys", "answer_float_mask_future_weight",
-            edits=(("return 3 / (math.e + 3)", "return math.e / (math.e + 3)"),), loses=("test_answer_float_mask_future_weight",)),
+    Variant(
+        "bottom-right count taken top-left",
+        "answer_bottom_right_true_count",
+        edits=(("return 3 + 4 + 5", "return 1 + 2 + 3"),),
+        loses=("test_answer_bottom_right_true_count",),
+    ),
+    Variant(
+        "bottom-right count answered as text",
+        "answer_bottom_right_true_count",
+        edits=(("return 3 + 4 + 5", 'return "12 entries"'),),
+        loses=("test_answer_bottom_right_true_count",),
+    ),
+    Variant(
+        "key_padding_mask read with SDPA's convention (True = take part)",
+        "answer_key_padding_mask_unconverted",
+        edits=(('return "b"', 'return "a"'),),
+        loses=("test_answer_key_padding_mask_unconverted",),
+    ),
+    Variant(
+        "float 0/1 mask believed to mask like a bool mask (weight 0)",
+        "answer_float_mask_future_weight",
+        edits=(("return 3 / (math.e + 3)", "return 0.0"),),
+        loses=("test_answer_float_mask_future_weight",),
+    ),
+    Variant(
+        "float 0/1 mask: the weight of key 0 instead of the future keys",
+        "answer_float_mask_future_weight",
+        edits=(("return 3 / (math.e + 3)", "return math.e / (math.e + 3)"),),
+        loses=("test_answer_float_mask_future_weight",),
+    ),
 ]
 
 CORRECT_VARIANTS = [
-    Variant("causal_mask with tril", "causal_mask", source='''
+    Variant(
+        "causal_mask with tril",
+        "causal_mask",
+        source="""
 def causal_mask(T_q, T_k, bottom_right=False, device=None):
     return torch.ones(T_q, T_k, dtype=torch.bool, device=device).tril(diagonal=T_k - T_q if bottom_right else 0)
-'''),
-    Variant("padding_mask with a loop", "padding_mask", source='''
+""",
+    ),
+    Variant(
+        "padding_mask with a loop",
+        "padding_mask",
+        source="""
 def padding_mask(lengths, max_len):
     mask = torch.zeros(len(lengths), max_len, dtype=torch.bool)
     for b, n in enumerate(lengths.tolist()):
         mask[b, :n] = True
     return mask
-'''),
-    Variant("sliding_window_mask as a difference of triangles", "sliding_window_mask", source='''
+""",
+    ),
+    Variant(
+        "sliding_window_mask as a difference of triangles",
+        "sliding_window_mask",
+        source="""
 def sliding_window_mask(T, window):
     ones = torch.ones(T, T, dtype=torch.bool)
     return ones.tril() & ~ones.tril(-window)
-'''),
-    Variant("masked attention with a float bias, float64 inside and nan_to_num", SDPA, source='''
+""",
+    ),
+    Variant(
+        "masked attention with a float bias, float64 inside and nan_to_num",
+        SDPA,
+        source="""
 def scaled_dot_product_attention(Q, K, V, attn_mask=None, is_causal=False, scale=None):
     if is_causal and attn_mask is not None:
         raise ValueError("attn_mask and is_causal are exclusive")
@@ -114,8 +219,12 @@ def scaled_dot_product_attention(Q, K, V, attn_mask=None, is_causal=False, scale
     weights = torch.softmax(torch.einsum("...qd,...kd->...qk", q, k) * scale + bias, dim=-1)
     weights = torch.nan_to_num(weights, nan=0.0)          # rows with every key masked
     return (weights @ v).to(Q.dtype), weights.to(Q.dtype)
-'''),
-    Variant("packed_sequence_mask with a loop over the blocks", PACKED, source='''
+""",
+    ),
+    Variant(
+        "packed_sequence_mask with a loop over the blocks",
+        PACKED,
+        source="""
 def packed_sequence_mask(lengths, causal=False):
     T = int(lengths.sum())
     mask = torch.zeros(T, T, dtype=torch.bool, device=lengths.device)
@@ -125,8 +234,12 @@ def packed_sequence_mask(lengths, causal=False):
         mask[start:start + n, start:start + n] = block.tril() if causal else block
         start += n
     return mask
-'''),
-    Variant("packed_sequence_mask from segment ids found with bucketize over the cumsum", PACKED, source='''
+""",
+    ),
+    Variant(
+        "packed_sequence_mask from segment ids found with bucketize over the cumsum",
+        PACKED,
+        source="""
 def packed_sequence_mask(lengths, causal=False):
     position = torch.arange(int(lengths.sum()), device=lengths.device)
     ids = torch.bucketize(position, lengths.cumsum(0), right=True)   # sequence number of each position
@@ -134,10 +247,15 @@ def packed_sequence_mask(lengths, causal=False):
     if causal:
         mask &= torch.ones_like(mask).tril()
     return mask
-'''),
-    Variant("bottom-right count computed with tril", "answer_bottom_right_true_count",
-            edits=(("return 3 + 4 + 5", "return int(torch.ones(3, 5).tril(diagonal=5 - 3).sum())"),)),
+""",
+    ),
+    Variant(
+        "bottom-right count computed with tril",
+        "answer_bottom_right_true_count",
+        edits=(("return 3 + 4 + 5", "return int(torch.ones(3, 5).tril(diagonal=5 - 3).sum())"),),
+    ),
     Variant("choice in upper case with spaces", "answer_key_padding_mask_unconverted", edits=(('return "b"', 'return " B "'),)),
-    Variant("future weight rounded to three digits", "answer_float_mask_future_weight",
-            edits=(("return 3 / (math.e + 3)", "return 0.525"),)),
+    Variant(
+        "future weight rounded to three digits", "answer_float_mask_future_weight", edits=(("return 3 / (math.e + 3)", "return 0.525"),)
+    ),
 ]

@@ -7,9 +7,9 @@ from .variant import Variant, answered
 MHA = "MultiHeadAttention"
 PROJECTIONS = """        w_q, w_k, w_v = self.in_proj_weight.chunk(3)
         b_q, b_k, b_v = self.in_proj_bias.chunk(3) if self.in_proj_bias is not None else (None, None, None)
-        q = split_heads(F.linear(query, w_q, b_q), self.num_heads)             # [B, H, L, d]
-        k = split_heads(F.linear(key, w_k, b_k), self.num_heads)               # [B, H, S, d]
-        v = split_heads(F.linear(value, w_v, b_v), self.num_heads)             # [B, H, S, d]"""
+        q = split_heads(F.linear(query, w_q, b_q), self.num_heads)  # [B, H, L, d]
+        k = split_heads(F.linear(key, w_k, b_k), self.num_heads)  # [B, H, S, d]
+        v = split_heads(F.linear(value, w_v, b_v), self.num_heads)  # [B, H, S, d]"""
 FUSED = """        if query is key and key is value:  # self-attention: one fused projection for Q, K and V
             q, k, v = F.linear(query, self.in_proj_weight, self.in_proj_bias).chunk(3, dim=-1)
         else:
@@ -27,69 +27,152 @@ KV_BYTES = "answer_kv_cache_bytes"
 GQA_CACHE = "answer_gqa_cache_bytes"
 
 MISTAKES = [
-    Variant("split_heads reshapes to [B, H, T, d] without a transpose", "split_heads",
-            edits=(("x.view(B, T, num_heads, D // num_heads).transpose(1, 2)", "x.reshape(B, num_heads, T, D // num_heads)"),),
-            loses=("test_split_heads",)),
-    Variant("merge_heads reshapes without transposing back", "merge_heads",
-            edits=(("x.transpose(1, 2).reshape(B, T, H * d)", "x.reshape(B, T, H * d)"),), loses=("test_merge_heads",)),
-    Variant("split_heads does not check that H divides D", "split_heads",
-            edits=(('raise ValueError(f"{num_heads} heads do not divide the width {D}")', "pass"),),
-            loses=("test_split_heads_rejects_bad_heads",)),
-    Variant("MultiHeadAttention scales by the model width instead of the head width", MHA,
-            edits=(("math.sqrt(self.head_dim)", "math.sqrt(self.embed_dim)"),), loses=(*OUTPUTS, "test_mha_weights_per_head")),
-    Variant("MultiHeadAttention inverts key_padding_mask", MHA,
-            edits=((PADDING, PADDING.replace("masked_fill(padding", "masked_fill(~padding")),), loses=("test_mha_key_padding_mask",)),
-    Variant("MultiHeadAttention forgets the output projection", MHA,
-            edits=(("output = self.out_proj(merge_heads(weights @ v))", "output = merge_heads(weights @ v)"),), loses=OUTPUTS),
-    Variant("MultiHeadAttention never averages the weights over heads", MHA,
-            edits=(("weights.mean(dim=1) if average_attn_weights else weights", "weights"),), loses=OUTPUTS),
-    Variant("grouped_query_attention uses repeat instead of repeat_interleave", "grouped_query_attention",
-            edits=((REPEAT, "K, V = K.repeat(1, group, 1, 1), V.repeat(1, group, 1, 1)"),), loses=("test_gqa_matches_sdpa",)),
-    Variant("grouped_query_attention accepts uneven groups", "grouped_query_attention",
-            edits=(('raise ValueError(f"{H_q} query heads cannot share {H_kv} key/value heads evenly")', "pass"),),
-            loses=("test_gqa_rejects_uneven_groups",)),
-    Variant("KVCache forgets to append (keeps only the newest keys and values)", "KVCache",
-            edits=(("self.keys = k if self.keys is None else torch.cat([self.keys, k], dim=-2)", "self.keys = k"),
-                   ("self.values = v if self.values is None else torch.cat([self.values, v], dim=-2)", "self.values = v")),
-            loses=("test_kv_cache_grows", "test_kv_cache_decoding")),
-    Variant("KVCache.decode uses top-left instead of bottom-right causal alignment", "KVCache",
-            edits=((".tril(T - T_new)", ".tril()"),), loses=("test_kv_cache_decoding",)),
+    Variant(
+        "split_heads reshapes to [B, H, T, d] without a transpose",
+        "split_heads",
+        edits=(("x.view(B, T, num_heads, D // num_heads).transpose(1, 2)", "x.reshape(B, num_heads, T, D // num_heads)"),),
+        loses=("test_split_heads",),
+    ),
+    Variant(
+        "merge_heads reshapes without transposing back",
+        "merge_heads",
+        edits=(("x.transpose(1, 2).reshape(B, T, H * d)", "x.reshape(B, T, H * d)"),),
+        loses=("test_merge_heads",),
+    ),
+    Variant(
+        "split_heads does not check that H divides D",
+        "split_heads",
+        edits=(('raise ValueError(f"{num_heads} heads do not divide the width {D}")', "pass"),),
+        loses=("test_split_heads_rejects_bad_heads",),
+    ),
+    Variant(
+        "MultiHeadAttention scales by the model width instead of the head width",
+        MHA,
+        edits=(("math.sqrt(self.head_dim)", "math.sqrt(self.embed_dim)"),),
+        loses=(*OUTPUTS, "test_mha_weights_per_head"),
+    ),
+    Variant(
+        "MultiHeadAttention inverts key_padding_mask",
+        MHA,
+        edits=((PADDING, PADDING.replace("masked_fill(padding", "masked_fill(~padding")),),
+        loses=("test_mha_key_padding_mask",),
+    ),
+    Variant(
+        "MultiHeadAttention forgets the output projection",
+        MHA,
+        edits=(("output = self.out_proj(merge_heads(weights @ v))", "output = merge_heads(weights @ v)"),),
+        loses=OUTPUTS,
+    ),
+    Variant(
+        "MultiHeadAttention never averages the weights over heads",
+        MHA,
+        edits=(("weights.mean(dim=1) if average_attn_weights else weights", "weights"),),
+        loses=OUTPUTS,
+    ),
+    Variant(
+        "grouped_query_attention uses repeat instead of repeat_interleave",
+        "grouped_query_attention",
+        edits=((REPEAT, "K, V = K.repeat(1, group, 1, 1), V.repeat(1, group, 1, 1)"),),
+        loses=("test_gqa_matches_sdpa",),
+    ),
+    Variant(
+        "grouped_query_attention accepts uneven groups",
+        "grouped_query_attention",
+        edits=(('raise ValueError(f"{H_q} query heads cannot share {H_kv} key/value heads evenly")', "pass"),),
+        loses=("test_gqa_rejects_uneven_groups",),
+    ),
+    Variant(
+        "KVCache forgets to append (keeps only the newest keys and values)",
+        "KVCache",
+        edits=(
+            ("self.keys = k if self.keys is None else torch.cat([self.keys, k], dim=-2)", "self.keys = k"),
+            ("self.values = v if self.values is None else torch.cat([self.values, v], dim=-2)", "self.values = v"),
+        ),
+        loses=("test_kv_cache_grows", "test_kv_cache_decoding"),
+    ),
+    Variant(
+        "KVCache.decode uses top-left instead of bottom-right causal alignment",
+        "KVCache",
+        edits=((".tril(T - T_new)", ".tril()"),),
+        loses=("test_kv_cache_decoding",),
+    ),
     # Graded questions.
-    Variant("the score memory of one head only (the heads 'cost the same')", SCORE_BYTES,
-            edits=(("return H * T * T * 4 ", "return T * T * 4 "),), loses=("test_multihead_score_bytes_answer",)),
-    Variant("the score memory counted in entries, not bytes", SCORE_BYTES,
-            edits=(("return H * T * T * 4 ", "return H * T * T "),), loses=("test_multihead_score_bytes_answer",)),
-    answered("the score matrix taken as [T, d] per head instead of [T, T]", SCORE_BYTES, "8 * 1024 * 64 * 4", loses=("test_multihead_score_bytes_answer",)),  # T x (D / H) per head
-    Variant("the look-back distance taken as the period", LOOKBACK,
-            edits=(("return P - 1 ", "return P "),), loses=("test_lookback_distance_answer",)),
+    Variant(
+        "the score memory of one head only (the heads 'cost the same')",
+        SCORE_BYTES,
+        edits=(("return H * T * T * 4 ", "return T * T * 4 "),),
+        loses=("test_multihead_score_bytes_answer",),
+    ),
+    Variant(
+        "the score memory counted in entries, not bytes",
+        SCORE_BYTES,
+        edits=(("return H * T * T * 4 ", "return H * T * T "),),
+        loses=("test_multihead_score_bytes_answer",),
+    ),
+    answered(
+        "the score matrix taken as [T, d] per head instead of [T, T]",
+        SCORE_BYTES,
+        "8 * 1024 * 64 * 4",
+        loses=("test_multihead_score_bytes_answer",),
+    ),  # T x (D / H) per head
+    Variant(
+        "the look-back distance taken as the period",
+        LOOKBACK,
+        edits=(("return P - 1 ", "return P "),),
+        loses=("test_lookback_distance_answer",),
+    ),
     answered("the look-back distance copied from the plot (period 4)", LOOKBACK, "3", loses=("test_lookback_distance_answer",)),
-    Variant("the KV cache without the factor 2 for keys and values", KV_BYTES,
-            edits=(("return 2 * layers * H_kv * d * T * bytes_per ", "return layers * H_kv * d * T * bytes_per "),),
-            loses=("test_kv_cache_bytes_answer",)),
-    Variant("the KV cache of one layer only", KV_BYTES,
-            edits=(("return 2 * layers * H_kv * d * T * bytes_per ", "return 2 * H_kv * d * T * bytes_per "),),
-            loses=("test_kv_cache_bytes_answer",)),
-    Variant("the KV cache counted in numbers, not bytes", KV_BYTES,
-            edits=(("return 2 * layers * H_kv * d * T * bytes_per ", "return 2 * layers * H_kv * d * T "),),
-            loses=("test_kv_cache_bytes_answer",)),
+    Variant(
+        "the KV cache without the factor 2 for keys and values",
+        KV_BYTES,
+        edits=(("return 2 * layers * H_kv * d * T * bytes_per ", "return layers * H_kv * d * T * bytes_per "),),
+        loses=("test_kv_cache_bytes_answer",),
+    ),
+    Variant(
+        "the KV cache of one layer only",
+        KV_BYTES,
+        edits=(("return 2 * layers * H_kv * d * T * bytes_per ", "return 2 * H_kv * d * T * bytes_per "),),
+        loses=("test_kv_cache_bytes_answer",),
+    ),
+    Variant(
+        "the KV cache counted in numbers, not bytes",
+        KV_BYTES,
+        edits=(("return 2 * layers * H_kv * d * T * bytes_per ", "return 2 * layers * H_kv * d * T "),),
+        loses=("test_kv_cache_bytes_answer",),
+    ),
     answered("the KV cache in GiB instead of bytes", KV_BYTES, "2", loses=("test_kv_cache_bytes_answer",)),  # GiB
-    Variant("the GQA cache counted with the query heads (H_q instead of H_kv)", GQA_CACHE,
-            edits=(("layers, H_kv, d, T, bytes_per = 80, 8, 128,", "layers, H_kv, d, T, bytes_per = 80, 64, 128,"),),
-            loses=("test_gqa_cache_answer",)),
-    Variant("the GQA cache without the factor 2 for keys and values", GQA_CACHE,
-            edits=(("return 2 * layers * H_kv * d * T * bytes_per ", "return layers * H_kv * d * T * bytes_per "),),
-            loses=("test_gqa_cache_answer",)),
-    Variant("the GQA cache of one layer only", GQA_CACHE,
-            edits=(("return 2 * layers * H_kv * d * T * bytes_per ", "return 2 * H_kv * d * T * bytes_per "),),
-            loses=("test_gqa_cache_answer",)),
+    Variant(
+        "the GQA cache counted with the query heads (H_q instead of H_kv)",
+        GQA_CACHE,
+        edits=(("layers, H_kv, d, T, bytes_per = 80, 8, 128,", "layers, H_kv, d, T, bytes_per = 80, 64, 128,"),),
+        loses=("test_gqa_cache_answer",),
+    ),
+    Variant(
+        "the GQA cache without the factor 2 for keys and values",
+        GQA_CACHE,
+        edits=(("return 2 * layers * H_kv * d * T * bytes_per ", "return layers * H_kv * d * T * bytes_per "),),
+        loses=("test_gqa_cache_answer",),
+    ),
+    Variant(
+        "the GQA cache of one layer only",
+        GQA_CACHE,
+        edits=(("return 2 * layers * H_kv * d * T * bytes_per ", "return 2 * H_kv * d * T * bytes_per "),),
+        loses=("test_gqa_cache_answer",),
+    ),
     answered("the GQA cache in GiB instead of bytes", GQA_CACHE, "1.25", loses=("test_gqa_cache_answer",)),  # GiB
 ]
 
 CORRECT_VARIANTS = [
     Variant("MultiHeadAttention with a fused QKV projection and einsum", MHA, edits=((PROJECTIONS, FUSED),)),
-    Variant("MultiHeadAttention scores with einsum", MHA,
-            edits=((SCORES, 'scores = torch.einsum("bhld,bhsd->bhls", q, k) / self.head_dim ** 0.5'),)),
-    Variant("grouped_query_attention by grouping the queries, without repeating K and V", "grouped_query_attention", source='''
+    Variant(
+        "MultiHeadAttention scores with einsum",
+        MHA,
+        edits=((SCORES, 'scores = torch.einsum("bhld,bhsd->bhls", q, k) / self.head_dim ** 0.5'),),
+    ),
+    Variant(
+        "grouped_query_attention by grouping the queries, without repeating K and V",
+        "grouped_query_attention",
+        source="""
 def grouped_query_attention(Q, K, V, attn_mask=None, is_causal=False, scale=None):
     B, H_q, T, d = Q.shape
     H_kv, S = K.shape[-3], K.shape[-2]
@@ -102,13 +185,19 @@ def grouped_query_attention(Q, K, V, attn_mask=None, is_causal=False, scale=None
     if attn_mask is not None:
         scores = scores.masked_fill(~attn_mask, float("-inf")) if attn_mask.dtype == torch.bool else scores + attn_mask
     return torch.einsum("bkgts,bksd->bkgtd", torch.softmax(scores, dim=-1), V).reshape(B, H_q, T, d)
-'''),    answered("the score memory as a power of two", SCORE_BYTES, "32 * 2**20"),  # 32 MiB
+""",
+    ),
+    answered("the score memory as a power of two", SCORE_BYTES, "32 * 2**20"),  # 32 MiB
     answered("the look-back distance as a float", LOOKBACK, "5.0"),
     answered("the KV cache as 2 GiB written out in bytes", KV_BYTES, "2 * 1024**3"),
     answered("the GQA cache rounded to three digits", GQA_CACHE, "1.34e9"),  # 1.25 GiB, rounded; within 1%
-    Variant("the GQA cache as MHA's divided by the group size", GQA_CACHE, source='''
+    Variant(
+        "the GQA cache as MHA's divided by the group size",
+        GQA_CACHE,
+        source="""
 def answer_gqa_cache_bytes():
     mha = 2 * 80 * 64 * 128 * 4096 * 2
     return mha // (64 // 8)
-'''),
+""",
+    ),
 ]

@@ -17,83 +17,191 @@ LEARNS = ("test_matching_loss_is_cross_entropy", "test_matching_attention_learns
 ALL_JACOBIAN = ("test_softmax_jacobian_matches_autograd", "test_softmax_jacobian_batched", "test_softmax_jacobian_saturated")
 
 MISTAKES = [
-    Variant("scales by 1/d_k instead of 1/sqrt(d_k)", CELL, edits=((DEFAULT, "1.0 / Q.shape[-1]"),),
-            loses=("test_sdpa_scale_by_sqrt_dk", "test_sdpa_worked_example", "test_sdpa_matches_builtin")),
-    Variant("scales by 1/sqrt(d_v) instead of 1/sqrt(d_k)", CELL, edits=(("math.sqrt(Q.shape[-1])", "math.sqrt(V.shape[-1])"),),
-            loses=("test_sdpa_scale_by_sqrt_dk", "test_sdpa_matches_builtin")),
-    Variant("ignores the scale argument", CELL,
-            edits=((f"    if scale is None:\n        scale = {DEFAULT}", f"    scale = {DEFAULT}"),), loses=("test_sdpa_scale_argument",)),
+    Variant(
+        "scales by 1/d_k instead of 1/sqrt(d_k)",
+        CELL,
+        edits=((DEFAULT, "1.0 / Q.shape[-1]"),),
+        loses=("test_sdpa_scale_by_sqrt_dk", "test_sdpa_worked_example", "test_sdpa_matches_builtin"),
+    ),
+    Variant(
+        "scales by 1/sqrt(d_v) instead of 1/sqrt(d_k)",
+        CELL,
+        edits=(("math.sqrt(Q.shape[-1])", "math.sqrt(V.shape[-1])"),),
+        loses=("test_sdpa_scale_by_sqrt_dk", "test_sdpa_matches_builtin"),
+    ),
+    Variant(
+        "ignores the scale argument",
+        CELL,
+        edits=((f"    if scale is None:\n        scale = {DEFAULT}", f"    scale = {DEFAULT}"),),
+        loses=("test_sdpa_scale_argument",),
+    ),
     Variant("treats scale=0 as not given", CELL, edits=(("if scale is None:", "if not scale:"),), loses=("test_sdpa_scale_argument",)),
-    Variant("takes the softmax over the queries", CELL, edits=((SOFTMAX, SOFTMAX.replace("dim=-1", "dim=-2")),),
-            loses=("test_sdpa_softmax_over_keys", "test_sdpa_worked_example", "test_sdpa_matches_builtin", "test_sdpa_scale_by_sqrt_dk",
-                   "test_sdpa_scale_argument", "test_sdpa_batched", "test_sdpa_large_inputs", "test_sdpa_gradients")),
-    Variant("uses K.T on batched tensors", CELL, edits=(("K.transpose(-2, -1)", "K.T"),),
-            loses=("test_sdpa_batched", "test_sdpa_matches_builtin")),
-    Variant("writes its own softmax without subtracting the max", CELL,
-            edits=((SOFTMAX, "weights = scores.exp() / scores.exp().sum(dim=-1, keepdim=True)"),), loses=("test_sdpa_large_inputs",)),
-    Variant("calls F.scaled_dot_product_attention for the output", CELL,
-            edits=(("return weights @ V, weights", "return F.scaled_dot_product_attention(Q, K, V, scale=scale), weights"),),
-            loses=("test_sdpa_no_builtin",)),
+    Variant(
+        "takes the softmax over the queries",
+        CELL,
+        edits=((SOFTMAX, SOFTMAX.replace("dim=-1", "dim=-2")),),
+        loses=(
+            "test_sdpa_softmax_over_keys",
+            "test_sdpa_worked_example",
+            "test_sdpa_matches_builtin",
+            "test_sdpa_scale_by_sqrt_dk",
+            "test_sdpa_scale_argument",
+            "test_sdpa_batched",
+            "test_sdpa_large_inputs",
+            "test_sdpa_gradients",
+        ),
+    ),
+    Variant(
+        "uses K.T on batched tensors",
+        CELL,
+        edits=(("K.transpose(-2, -1)", "K.T"),),
+        loses=("test_sdpa_batched", "test_sdpa_matches_builtin"),
+    ),
+    Variant(
+        "writes its own softmax without subtracting the max",
+        CELL,
+        edits=((SOFTMAX, "weights = scores.exp() / scores.exp().sum(dim=-1, keepdim=True)"),),
+        loses=("test_sdpa_large_inputs",),
+    ),
+    Variant(
+        "calls F.scaled_dot_product_attention for the output",
+        CELL,
+        edits=(("return weights @ V, weights", "return F.scaled_dot_product_attention(Q, K, V, scale=scale), weights"),),
+        loses=("test_sdpa_no_builtin",),
+    ),
     Variant("detaches the weights from the graph", CELL, edits=((SOFTMAX, SOFTMAX + ".detach()"),), loses=("test_sdpa_gradients",)),
     # softmax_jacobian
-    Variant("softmax_jacobian forgets the diagonal term (only -a a^T)", JACOBIAN, edits=((JAC_RETURN, "return -outer"),),
-            loses=ALL_JACOBIAN),
-    Variant("softmax_jacobian keeps only the diagonal a_i (1 - a_i)", JACOBIAN,
-            edits=((JAC_RETURN, "return torch.diag_embed(weights - weights ** 2)"),), loses=ALL_JACOBIAN),
-    Variant("softmax_jacobian has the sign flipped (a a^T - diag(a))", JACOBIAN,
-            edits=((JAC_RETURN, "return outer - torch.diag_embed(weights)"),), loses=ALL_JACOBIAN),
-    Variant("softmax_jacobian with torch.diag, which is 1-D only", JACOBIAN,
-            edits=((JAC_RETURN, "return torch.diag(weights) - outer"),), loses=("test_softmax_jacobian_batched",)),
-    Variant("softmax_jacobian with torch.outer, which is 1-D only", JACOBIAN,
-            edits=(("weights.unsqueeze(-1) * weights.unsqueeze(-2)", "torch.outer(weights, weights)"),),
-            loses=("test_softmax_jacobian_batched",)),
+    Variant(
+        "softmax_jacobian forgets the diagonal term (only -a a^T)", JACOBIAN, edits=((JAC_RETURN, "return -outer"),), loses=ALL_JACOBIAN
+    ),
+    Variant(
+        "softmax_jacobian keeps only the diagonal a_i (1 - a_i)",
+        JACOBIAN,
+        edits=((JAC_RETURN, "return torch.diag_embed(weights - weights ** 2)"),),
+        loses=ALL_JACOBIAN,
+    ),
+    Variant(
+        "softmax_jacobian has the sign flipped (a a^T - diag(a))",
+        JACOBIAN,
+        edits=((JAC_RETURN, "return outer - torch.diag_embed(weights)"),),
+        loses=ALL_JACOBIAN,
+    ),
+    Variant(
+        "softmax_jacobian with torch.diag, which is 1-D only",
+        JACOBIAN,
+        edits=((JAC_RETURN, "return torch.diag(weights) - outer"),),
+        loses=("test_softmax_jacobian_batched",),
+    ),
+    Variant(
+        "softmax_jacobian with torch.outer, which is 1-D only",
+        JACOBIAN,
+        edits=(("weights.unsqueeze(-1) * weights.unsqueeze(-2)", "torch.outer(weights, weights)"),),
+        loses=("test_softmax_jacobian_batched",),
+    ),
     # train_matching_attention
-    Variant("train_matching_attention sums the loss over the queries instead of averaging", TRAIN,
-            edits=((LOSS, LOSS.replace(".mean()", ".sum()")),), loses=("test_matching_loss_is_cross_entropy",)),
-    Variant("train_matching_attention forgets the 1/sqrt(d_k) scale", TRAIN,
-            edits=((SCORES, SCORES.replace(" / math.sqrt(d_k)", "")),), loses=LEARNS),
-    Variant("train_matching_attention takes the softmax over the queries", TRAIN,
-            edits=((LOG_WEIGHTS, LOG_WEIGHTS.replace("dim=-1", "dim=-2")),), loses=LEARNS),
-    Variant("train_matching_attention never calls optimizer.step()", TRAIN,
-            edits=(("        optimizer.step()\n", ""),), loses=("test_matching_attention_learns",)),
+    Variant(
+        "train_matching_attention sums the loss over the queries instead of averaging",
+        TRAIN,
+        edits=((LOSS, LOSS.replace(".mean()", ".sum()")),),
+        loses=("test_matching_loss_is_cross_entropy",),
+    ),
+    Variant(
+        "train_matching_attention forgets the 1/sqrt(d_k) scale",
+        TRAIN,
+        edits=((SCORES, SCORES.replace(" / math.sqrt(d_k)", "")),),
+        loses=LEARNS,
+    ),
+    Variant(
+        "train_matching_attention takes the softmax over the queries",
+        TRAIN,
+        edits=((LOG_WEIGHTS, LOG_WEIGHTS.replace("dim=-1", "dim=-2")),),
+        loses=LEARNS,
+    ),
+    Variant(
+        "train_matching_attention never calls optimizer.step()",
+        TRAIN,
+        edits=(("        optimizer.step()\n", ""),),
+        loses=("test_matching_attention_learns",),
+    ),
     # graded questions
-    Variant("Question 1: scales the variance by 1/sqrt(d_k) instead of 1/d_k", "answer_score_variance",
-            source="def answer_score_variance():\n    return [64, 8]\n", loses=("test_answer_score_variance",)),
-    Variant("Question 1: gives the standard deviations", "answer_score_variance",
-            source="def answer_score_variance():\n    return [8, 1]\n", loses=("test_answer_score_variance",)),
-    Variant("Question 2: thinks the Jacobian levels off", "answer_saturated_jacobian",
-            source='def answer_saturated_jacobian():\n    return "b"\n', loses=("test_answer_saturated_jacobian",)),
-    Variant("Question 2: thinks the Jacobian is 0 because its rows sum to 0", "answer_saturated_jacobian",
-            source='def answer_saturated_jacobian():\n    return "d"\n', loses=("test_answer_saturated_jacobian",)),
-    Variant("Question 3: copies the source's printed row", "answer_happy_am_weights",
-            source="def answer_happy_am_weights():\n    return [0.26, 0.37, 0.37]\n", loses=("test_answer_happy_am_weights",)),
-    Variant("Question 3: forgets the 1/sqrt(d_k) scale", "answer_happy_am_weights", source='''
+    Variant(
+        "Question 1: scales the variance by 1/sqrt(d_k) instead of 1/d_k",
+        "answer_score_variance",
+        source="def answer_score_variance():\n    return [64, 8]\n",
+        loses=("test_answer_score_variance",),
+    ),
+    Variant(
+        "Question 1: gives the standard deviations",
+        "answer_score_variance",
+        source="def answer_score_variance():\n    return [8, 1]\n",
+        loses=("test_answer_score_variance",),
+    ),
+    Variant(
+        "Question 2: thinks the Jacobian levels off",
+        "answer_saturated_jacobian",
+        source='def answer_saturated_jacobian():\n    return "b"\n',
+        loses=("test_answer_saturated_jacobian",),
+    ),
+    Variant(
+        "Question 2: thinks the Jacobian is 0 because its rows sum to 0",
+        "answer_saturated_jacobian",
+        source='def answer_saturated_jacobian():\n    return "d"\n',
+        loses=("test_answer_saturated_jacobian",),
+    ),
+    Variant(
+        "Question 3: copies the source's printed row",
+        "answer_happy_am_weights",
+        source="def answer_happy_am_weights():\n    return [0.26, 0.37, 0.37]\n",
+        loses=("test_answer_happy_am_weights",),
+    ),
+    Variant(
+        "Question 3: forgets the 1/sqrt(d_k) scale",
+        "answer_happy_am_weights",
+        source="""
 def answer_happy_am_weights():
     E = torch.tensor([[0.1, 0.2, 0.3], [0.4, 0.5, 0.6], [0.7, 0.8, 0.9]])
     return torch.softmax(E @ E.T, dim=-1)[1].tolist()
-''', loses=("test_answer_happy_am_weights",)),
-    Variant("Question 3: answers with the row of 'I'", "answer_happy_am_weights", source='''
+""",
+        loses=("test_answer_happy_am_weights",),
+    ),
+    Variant(
+        "Question 3: answers with the row of 'I'",
+        "answer_happy_am_weights",
+        source="""
 def answer_happy_am_weights():
     E = torch.tensor([[0.1, 0.2, 0.3], [0.4, 0.5, 0.6], [0.7, 0.8, 0.9]])
     return torch.softmax(E @ E.T / math.sqrt(3), dim=-1)[0].tolist()
-''', loses=("test_answer_happy_am_weights",)),
+""",
+        loses=("test_answer_happy_am_weights",),
+    ),
 ]
 
 CORRECT_VARIANTS = [
-    Variant("scaled_dot_product_attention with einsum", CELL, source='''
+    Variant(
+        "scaled_dot_product_attention with einsum",
+        CELL,
+        source="""
 def scaled_dot_product_attention(Q, K, V, scale=None):
     s = Q.shape[-1] ** -0.5 if scale is None else scale
     weights = torch.softmax(torch.einsum("...qd,...kd->...qk", Q, K) * s, dim=-1)
     return torch.einsum("...qk,...kv->...qv", weights, V), weights
-'''),
-    Variant("scaled_dot_product_attention with weights exp(s - logsumexp(s)), in float32", CELL, source='''
+""",
+    ),
+    Variant(
+        "scaled_dot_product_attention with weights exp(s - logsumexp(s)), in float32",
+        CELL,
+        source="""
 def scaled_dot_product_attention(Q, K, V, scale=None):
     scale = Q.shape[-1] ** -0.5 if scale is None else scale
     s = Q @ K.transpose(-2, -1) * scale
     weights = torch.exp(s - torch.logsumexp(s, dim=-1, keepdim=True))
     return weights @ V, weights
-'''),
-    Variant("scaled_dot_product_attention query by query, in float64 inside", CELL, source='''
+""",
+    ),
+    Variant(
+        "scaled_dot_product_attention query by query, in float64 inside",
+        CELL,
+        source="""
 def scaled_dot_product_attention(Q, K, V, scale=None):
     scale = 1 / math.sqrt(Q.shape[-1]) if scale is None else scale
     q, k, v = Q.double(), K.double(), V.double()
@@ -105,18 +213,30 @@ def scaled_dot_product_attention(Q, K, V, scale=None):
         weights.append(w)
         outputs.append((w.unsqueeze(-2) @ v).squeeze(-2))               # [..., d_v]
     return torch.stack(outputs, dim=-2).to(Q.dtype), torch.stack(weights, dim=-2).to(Q.dtype)
-'''),
-    Variant("softmax_jacobian with einsum", JACOBIAN, source='''
+""",
+    ),
+    Variant(
+        "softmax_jacobian with einsum",
+        JACOBIAN,
+        source="""
 def softmax_jacobian(weights):
     return torch.diag_embed(weights) - torch.einsum("...i,...j->...ij", weights, weights)
-'''),
-    Variant("softmax_jacobian as a_i (delta_ij - a_j), in float64 inside", JACOBIAN, source='''
+""",
+    ),
+    Variant(
+        "softmax_jacobian as a_i (delta_ij - a_j), in float64 inside",
+        JACOBIAN,
+        source="""
 def softmax_jacobian(weights):
     a = weights.double()
     eye = torch.eye(a.shape[-1], dtype=torch.float64)
     return (a.unsqueeze(-1) * (eye - a.unsqueeze(-2))).to(weights.dtype)
-'''),
-    Variant("softmax_jacobian entry by entry, row by row", JACOBIAN, source='''
+""",
+    ),
+    Variant(
+        "softmax_jacobian entry by entry, row by row",
+        JACOBIAN,
+        source="""
 def softmax_jacobian(weights):
     n = weights.shape[-1]
     rows = weights.reshape(-1, n)
@@ -128,8 +248,12 @@ def softmax_jacobian(weights):
                 J[i, j] = a[i] * ((1.0 if i == j else 0.0) - a[j])
         out.append(J)
     return torch.stack(out).reshape(*weights.shape, n)
-'''),
-    Variant("train_matching_attention with F.cross_entropy and einsum", TRAIN, source='''
+""",
+    ),
+    Variant(
+        "train_matching_attention with F.cross_entropy and einsum",
+        TRAIN,
+        source="""
 def train_matching_attention(queries, keys, target, d_k, steps, lr=0.05, seed=0):
     d_model = queries.shape[-1]
     g = torch.Generator().manual_seed(seed)
@@ -145,8 +269,12 @@ def train_matching_attention(queries, keys, target, d_k, steps, lr=0.05, seed=0)
         loss.backward()
         optimizer.step()
     return W_Q.detach().clone(), W_K.detach().clone(), losses
-'''),
-    Variant("train_matching_attention with nn.Linear (its own init) and -log of scaled_dot_product_attention's weights", TRAIN, source='''
+""",
+    ),
+    Variant(
+        "train_matching_attention with nn.Linear (its own init) and -log of scaled_dot_product_attention's weights",
+        TRAIN,
+        source="""
 def train_matching_attention(queries, keys, target, d_k, steps, lr=0.05, seed=0):
     torch.manual_seed(seed)
     project_q = torch.nn.Linear(queries.shape[-1], d_k, bias=False)
@@ -162,17 +290,30 @@ def train_matching_attention(queries, keys, target, d_k, steps, lr=0.05, seed=0)
         loss.backward()
         optimizer.step()
     return project_q.weight.T.detach(), project_k.weight.T.detach(), torch.tensor(losses)
-'''),
-    Variant("questions answered as other numbers and letters", "answer_score_variance", source='''
+""",
+    ),
+    Variant(
+        "questions answered as other numbers and letters",
+        "answer_score_variance",
+        source="""
 def answer_score_variance():
     return torch.tensor([2.0 ** 6, 64 / 64])
-'''),
-    Variant("Question 2 in capitals", "answer_saturated_jacobian", source='''
+""",
+    ),
+    Variant(
+        "Question 2 in capitals",
+        "answer_saturated_jacobian",
+        source="""
 def answer_saturated_jacobian():
     return " C "
-'''),
-    Variant("Question 3 rounded to 4 places, as a tuple", "answer_happy_am_weights", source='''
+""",
+    ),
+    Variant(
+        "Question 3 rounded to 4 places, as a tuple",
+        "answer_happy_am_weights",
+        source="""
 def answer_happy_am_weights():
     return (0.2514, 0.3260, 0.4227)
-'''),
+""",
+    ),
 ]

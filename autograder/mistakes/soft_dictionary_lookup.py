@@ -13,84 +13,179 @@ MASKED = "math.log(3)"
 
 MISTAKES = [
     # hard_lookup
-    Variant("hard_lookup matches a key that agrees in any coordinate", "hard_lookup",
-            edits=((".all(dim=-1)", ".any(dim=-1)"),), loses=("test_hard_lookup_all_coordinates", "test_hard_lookup_exact_match", "test_hard_lookup_missing_key")),
-    Variant("hard_lookup returns None instead of raising KeyError", "hard_lookup",
-            edits=(('raise KeyError(f"no key equals the query {query.tolist()}")', "return None"),),
-            loses=("test_hard_lookup_missing_key",)),
-    Variant("hard_lookup returns the boolean-masked rows, shape [1, d_v]", "hard_lookup",
-            edits=(("return values[rows[0]]", "return values[matches]"),),
-            loses=("test_hard_lookup_exact_match", "test_hard_lookup_all_coordinates")),
+    Variant(
+        "hard_lookup matches a key that agrees in any coordinate",
+        "hard_lookup",
+        edits=((".all(dim=-1)", ".any(dim=-1)"),),
+        loses=("test_hard_lookup_all_coordinates", "test_hard_lookup_exact_match", "test_hard_lookup_missing_key"),
+    ),
+    Variant(
+        "hard_lookup returns None instead of raising KeyError",
+        "hard_lookup",
+        edits=(('raise KeyError(f"no key equals the query {query.tolist()}")', "return None"),),
+        loses=("test_hard_lookup_missing_key",),
+    ),
+    Variant(
+        "hard_lookup returns the boolean-masked rows, shape [1, d_v]",
+        "hard_lookup",
+        edits=(("return values[rows[0]]", "return values[matches]"),),
+        loses=("test_hard_lookup_exact_match", "test_hard_lookup_all_coordinates"),
+    ),
     # softmax
-    Variant("softmax without subtracting the max", "softmax",
-            edits=((MAX_SHIFT, "scaled"),), loses=("test_softmax_stable",)),
-    Variant("softmax subtracts one global max instead of each row's", "softmax",
-            edits=((MAX_SHIFT, "scaled - scaled.max()"),), loses=("test_softmax_stable",)),
-    Variant("softmax subtracts the mean instead of the max", "softmax",
-            edits=((MAX_SHIFT, "scaled - scaled.mean(dim=dim, keepdim=True)"),),
-            loses=("test_softmax_neg_inf", "test_softmax_stable")),
-    Variant("softmax multiplies by the temperature", "softmax",
-            edits=(("scores / temperature", "scores * temperature"),), loses=("test_softmax_temperature",)),
-    Variant("softmax accepts temperature <= 0", "softmax",
-            edits=(('raise ValueError(f"temperature must be positive, got {temperature}")', "pass"),),
-            loses=("test_softmax_temperature",)),
-    Variant("softmax always normalises the last dim", "softmax",
-            edits=(("dim=dim", "dim=-1"),), loses=("test_softmax_any_dim",)),
-    Variant("softmax computes in float32 whatever the input dtype", "softmax",
-            edits=(("scaled = scores / temperature", "scaled = scores.float() / temperature"),),
-            loses=("test_softmax_matches_torch",)),
-    Variant("softmax calls torch.softmax", "softmax",
-            edits=(("scaled = scores / temperature", "return torch.softmax(scores / temperature, dim=dim)"),),
-            loses=("test_softmax_no_builtin",)),
+    Variant("softmax without subtracting the max", "softmax", edits=((MAX_SHIFT, "scaled"),), loses=("test_softmax_stable",)),
+    Variant(
+        "softmax subtracts one global max instead of each row's",
+        "softmax",
+        edits=((MAX_SHIFT, "scaled - scaled.max()"),),
+        loses=("test_softmax_stable",),
+    ),
+    Variant(
+        "softmax subtracts the mean instead of the max",
+        "softmax",
+        edits=((MAX_SHIFT, "scaled - scaled.mean(dim=dim, keepdim=True)"),),
+        loses=("test_softmax_neg_inf", "test_softmax_stable"),
+    ),
+    Variant(
+        "softmax multiplies by the temperature",
+        "softmax",
+        edits=(("scores / temperature", "scores * temperature"),),
+        loses=("test_softmax_temperature",),
+    ),
+    Variant(
+        "softmax accepts temperature <= 0",
+        "softmax",
+        edits=(('raise ValueError(f"temperature must be positive, got {temperature}")', "pass"),),
+        loses=("test_softmax_temperature",),
+    ),
+    Variant("softmax always normalises the last dim", "softmax", edits=(("dim=dim", "dim=-1"),), loses=("test_softmax_any_dim",)),
+    Variant(
+        "softmax computes in float32 whatever the input dtype",
+        "softmax",
+        edits=(("scaled = scores / temperature", "scaled = scores.float() / temperature"),),
+        loses=("test_softmax_matches_torch",),
+    ),
+    Variant(
+        "softmax calls torch.softmax",
+        "softmax",
+        edits=(("scaled = scores / temperature", "return torch.softmax(scores / temperature, dim=dim)"),),
+        loses=("test_softmax_no_builtin",),
+    ),
     # soft_lookup
-    Variant("soft_lookup divides the scores by sqrt(d)", "soft_lookup",
-            edits=((SCORES, SCORES + " / query.shape[-1] ** 0.5"),),
-            loses=("test_soft_lookup_worked_example", "test_soft_lookup_matches_torch", "test_soft_lookup_batched",
-                   "test_soft_lookup_temperature")),
-    Variant("soft_lookup computes keys @ query (one query only)", "soft_lookup",
-            edits=((SCORES, "scores = keys @ query"),), loses=("test_soft_lookup_batched", "test_soft_lookup_matches_torch")),
-    Variant("soft_lookup ignores the temperature", "soft_lookup",
-            edits=(("temperature=temperature", "temperature=1.0"),),
-            loses=("test_soft_lookup_temperature", "test_soft_lookup_matches_torch")),
-    Variant("soft_lookup normalises over the batch instead of the keys", "soft_lookup",
-            edits=(("softmax(scores, dim=-1,", "softmax(scores, dim=0,"),),
-            loses=("test_soft_lookup_matches_torch", "test_soft_lookup_batched")),
+    Variant(
+        "soft_lookup divides the scores by sqrt(d)",
+        "soft_lookup",
+        edits=((SCORES, SCORES + " / query.shape[-1] ** 0.5"),),
+        loses=(
+            "test_soft_lookup_worked_example",
+            "test_soft_lookup_matches_torch",
+            "test_soft_lookup_batched",
+            "test_soft_lookup_temperature",
+        ),
+    ),
+    Variant(
+        "soft_lookup computes keys @ query (one query only)",
+        "soft_lookup",
+        edits=((SCORES, "scores = keys @ query"),),
+        loses=("test_soft_lookup_batched", "test_soft_lookup_matches_torch"),
+    ),
+    Variant(
+        "soft_lookup ignores the temperature",
+        "soft_lookup",
+        edits=(("temperature=temperature", "temperature=1.0"),),
+        loses=("test_soft_lookup_temperature", "test_soft_lookup_matches_torch"),
+    ),
+    Variant(
+        "soft_lookup normalises over the batch instead of the keys",
+        "soft_lookup",
+        edits=(("softmax(scores, dim=-1,", "softmax(scores, dim=0,"),),
+        loses=("test_soft_lookup_matches_torch", "test_soft_lookup_batched"),
+    ),
     # attention_entropy
-    Variant("attention_entropy gives NaN for zero weights (0 * log 0)", "attention_entropy",
-            edits=((TERMS, "weights * torch.log(weights)"),), loses=("test_entropy_zero_weights",)),
-    Variant("attention_entropy in bits (log2) instead of nats", "attention_entropy",
-            edits=(("torch.log(weights)", "torch.log2(weights)"),), loses=("test_entropy_in_nats",)),
-    Variant("attention_entropy always sums the last dim", "attention_entropy",
-            edits=(("-terms.sum(dim=dim)", "-terms.sum(dim=-1)"),), loses=("test_entropy_any_dim",)),
+    Variant(
+        "attention_entropy gives NaN for zero weights (0 * log 0)",
+        "attention_entropy",
+        edits=((TERMS, "weights * torch.log(weights)"),),
+        loses=("test_entropy_zero_weights",),
+    ),
+    Variant(
+        "attention_entropy in bits (log2) instead of nats",
+        "attention_entropy",
+        edits=(("torch.log(weights)", "torch.log2(weights)"),),
+        loses=("test_entropy_in_nats",),
+    ),
+    Variant(
+        "attention_entropy always sums the last dim",
+        "attention_entropy",
+        edits=(("-terms.sum(dim=dim)", "-terms.sum(dim=-1)"),),
+        loses=("test_entropy_any_dim",),
+    ),
     # answer_softmax_worked: the softmax of (ln 1, ln 2, ln 5), by hand
-    Variant("worked softmax: the exponentials (1, 2, 5), not normalised", "answer_softmax_worked",
-            edits=((WORKED, "[1.0, 2.0, 5.0]"),), loses=("test_softmax_worked_example",)),
-    Variant("worked softmax: the scores ln k divided by their sum, no exponential", "answer_softmax_worked",
-            edits=((WORKED, "[0.0, 0.301, 0.699]"),), loses=("test_softmax_worked_example",)),
-    Variant("worked softmax: the softmax of (1, 2, 5) instead of (ln 1, ln 2, ln 5)", "answer_softmax_worked",
-            edits=((WORKED, "[0.018, 0.047, 0.936]"),), loses=("test_softmax_worked_example",)),
-    Variant("worked softmax: the right weights in the wrong order", "answer_softmax_worked",
-            edits=((WORKED, "[0.625, 0.25, 0.125]"),), loses=("test_softmax_worked_example",)),
+    Variant(
+        "worked softmax: the exponentials (1, 2, 5), not normalised",
+        "answer_softmax_worked",
+        edits=((WORKED, "[1.0, 2.0, 5.0]"),),
+        loses=("test_softmax_worked_example",),
+    ),
+    Variant(
+        "worked softmax: the scores ln k divided by their sum, no exponential",
+        "answer_softmax_worked",
+        edits=((WORKED, "[0.0, 0.301, 0.699]"),),
+        loses=("test_softmax_worked_example",),
+    ),
+    Variant(
+        "worked softmax: the softmax of (1, 2, 5) instead of (ln 1, ln 2, ln 5)",
+        "answer_softmax_worked",
+        edits=((WORKED, "[0.018, 0.047, 0.936]"),),
+        loses=("test_softmax_worked_example",),
+    ),
+    Variant(
+        "worked softmax: the right weights in the wrong order",
+        "answer_softmax_worked",
+        edits=((WORKED, "[0.625, 0.25, 0.125]"),),
+        loses=("test_softmax_worked_example",),
+    ),
     # answer_cold_lookup_tie: (b), the tied keys share the weight
-    Variant("cold lookup with a tie: the first tied key, as argmax picks it", "answer_cold_lookup_tie",
-            edits=((TIE, 'return "a"'),), loses=("test_cold_lookup_with_a_tie",)),
-    Variant("cold lookup with a tie: the mean of all values (that is T -> infinity)", "answer_cold_lookup_tie",
-            edits=((TIE, 'return "c"'),), loses=("test_cold_lookup_with_a_tie",)),
-    Variant("cold lookup with a tie: it fails like hard_lookup", "answer_cold_lookup_tie",
-            edits=((TIE, 'return "d"'),), loses=("test_cold_lookup_with_a_tie",)),
+    Variant(
+        "cold lookup with a tie: the first tied key, as argmax picks it",
+        "answer_cold_lookup_tie",
+        edits=((TIE, 'return "a"'),),
+        loses=("test_cold_lookup_with_a_tie",),
+    ),
+    Variant(
+        "cold lookup with a tie: the mean of all values (that is T -> infinity)",
+        "answer_cold_lookup_tie",
+        edits=((TIE, 'return "c"'),),
+        loses=("test_cold_lookup_with_a_tie",),
+    ),
+    Variant(
+        "cold lookup with a tie: it fails like hard_lookup",
+        "answer_cold_lookup_tie",
+        edits=((TIE, 'return "d"'),),
+        loses=("test_cold_lookup_with_a_tie",),
+    ),
     # answer_masked_entropy: ln 3 nats
-    Variant("masked entropy: counts the 5 masked keys, ln 8", "answer_masked_entropy",
-            edits=((MASKED, "math.log(8)"),), loses=("test_masked_entropy",)),
-    Variant("masked entropy: in bits, log2(3)", "answer_masked_entropy",
-            edits=((MASKED, "math.log2(3)"),), loses=("test_masked_entropy",)),
-    Variant("masked entropy: without the minus sign, -ln 3", "answer_masked_entropy",
-            edits=((MASKED, "-math.log(3)"),), loses=("test_masked_entropy",)),
+    Variant(
+        "masked entropy: counts the 5 masked keys, ln 8",
+        "answer_masked_entropy",
+        edits=((MASKED, "math.log(8)"),),
+        loses=("test_masked_entropy",),
+    ),
+    Variant("masked entropy: in bits, log2(3)", "answer_masked_entropy", edits=((MASKED, "math.log2(3)"),), loses=("test_masked_entropy",)),
+    Variant(
+        "masked entropy: without the minus sign, -ln 3",
+        "answer_masked_entropy",
+        edits=((MASKED, "-math.log(3)"),),
+        loses=("test_masked_entropy",),
+    ),
 ]
 
 CORRECT_VARIANTS = [
     # Correct, but writes a warning line to stderr on every call: the autograder's IgnorePattern must
     # keep that from zeroing the test cells (nbgrader scores any stderr in a test cell 0).
-    Variant("hard_lookup that writes a warning to stderr", "hard_lookup", source='''
+    Variant(
+        "hard_lookup that writes a warning to stderr",
+        "hard_lookup",
+        source="""
 def hard_lookup(query, keys, values):
     import sys
     sys.stderr.write("UserWarning: this lookup is slow, but correct\\n")
@@ -98,51 +193,81 @@ def hard_lookup(query, keys, values):
     if rows.numel() == 0:
         raise KeyError(query)
     return values[rows[0]]
-'''),
-    Variant("hard_lookup as a Python loop with torch.equal", "hard_lookup", source='''
+""",
+    ),
+    Variant(
+        "hard_lookup as a Python loop with torch.equal",
+        "hard_lookup",
+        source="""
 def hard_lookup(query, keys, values):
     for i in range(keys.shape[0]):
         if torch.equal(keys[i], query):
             return values[i]
     raise KeyError(query)
-'''),
-    Variant("softmax through logsumexp, in float64 inside", "softmax", source='''
+""",
+    ),
+    Variant(
+        "softmax through logsumexp, in float64 inside",
+        "softmax",
+        source="""
 def softmax(scores, dim=-1, temperature=1.0):
     if not temperature > 0:
         raise ValueError("temperature must be > 0")
     x = scores.double() / temperature
     return torch.exp(x - torch.logsumexp(x, dim=dim, keepdim=True)).to(scores.dtype)
-'''),
+""",
+    ),
     # The rounding trap: in float32, logsumexp near 1e4 is off by ~1e-3 in the exponent, so this
     # differs from torch.softmax by ~1e-4 there; the tests widen by exp_rounding (CONTRACT.md).
-    Variant("softmax as exp(x - logsumexp(x)), in float32", "softmax", source='''
+    Variant(
+        "softmax as exp(x - logsumexp(x)), in float32",
+        "softmax",
+        source="""
 def softmax(scores, dim=-1, temperature=1.0):
     if not temperature > 0:
         raise ValueError("temperature must be > 0")
     x = scores / temperature
     return torch.exp(x - torch.logsumexp(x, dim=dim, keepdim=True))
-'''),
-    Variant("soft_lookup with einsum", "soft_lookup", source='''
+""",
+    ),
+    Variant(
+        "soft_lookup with einsum",
+        "soft_lookup",
+        source="""
 def soft_lookup(query, keys, values, temperature=1.0):
     scores = torch.einsum("...d,nd->...n", query, keys)
     weights = softmax(scores, dim=-1, temperature=temperature)
     return torch.einsum("...n,nv->...v", weights, values), weights
-'''),
-    Variant("attention_entropy with torch.special.entr", "attention_entropy", source='''
+""",
+    ),
+    Variant(
+        "attention_entropy with torch.special.entr",
+        "attention_entropy",
+        source="""
 def attention_entropy(weights, dim=-1):
     return torch.special.entr(weights).sum(dim=dim)
-'''),    # Graded questions: the same answer written differently.
+""",
+    ),  # Graded questions: the same answer written differently.
     Variant("worked softmax as fractions", "answer_softmax_worked", edits=((WORKED, "[1 / 8, 2 / 8, 5 / 8]"),)),
-    Variant("worked softmax as a tensor, computed", "answer_softmax_worked", source='''
+    Variant(
+        "worked softmax as a tensor, computed",
+        "answer_softmax_worked",
+        source="""
 def answer_softmax_worked():
     return torch.softmax(torch.log(torch.tensor([1.0, 2.0, 5.0])), dim=-1)
-'''),
-    Variant("worked softmax written with trailing zeros", "answer_softmax_worked",
-            edits=((WORKED, "[0.1250, 0.250, 0.6250]"),)),
+""",
+    ),
+    Variant("worked softmax written with trailing zeros", "answer_softmax_worked", edits=((WORKED, "[0.1250, 0.250, 0.6250]"),)),
     Variant("cold lookup with a tie: the letter in upper case, with spaces", "answer_cold_lookup_tie", edits=((TIE, 'return " B "'),)),
-    Variant("masked entropy as a sum over the three weights", "answer_masked_entropy",
-            edits=((MASKED, "-sum(p * math.log(p) for p in [1 / 3] * 3)"),)),
+    Variant(
+        "masked entropy as a sum over the three weights",
+        "answer_masked_entropy",
+        edits=((MASKED, "-sum(p * math.log(p) for p in [1 / 3] * 3)"),),
+    ),
     Variant("masked entropy to 4 decimals", "answer_masked_entropy", edits=((MASKED, "1.0986"),)),
-    Variant("masked entropy with torch, as a 0-d tensor", "answer_masked_entropy",
-            edits=((MASKED, "torch.special.entr(torch.full((3,), 1 / 3, dtype=torch.float64)).sum()"),)),
+    Variant(
+        "masked entropy with torch, as a 0-d tensor",
+        "answer_masked_entropy",
+        edits=((MASKED, "torch.special.entr(torch.full((3,), 1 / 3, dtype=torch.float64)).sum()"),),
+    ),
 ]

@@ -36,8 +36,6 @@ class RedactHiddenTests(ClearHiddenTests):
     def preprocess(self, nb: NotebookNode, resources: dict[str, Any]) -> tuple[NotebookNode, dict[str, Any]]:
         # Remember which cells hold hidden tests before the parent class strips them.
         resources["_hidden_test_cells"] = {
-            index
-            for index, cell in enumerate(nb.cells)
-            if cell.cell_type == "code" and self.begin_test_delimeter in cell.source
+            index for index, cell in enumerate(nb.cells) if cell.cell_type == "code" and self.begin_test_delimeter in cell.source
         }
         return super().preprocess(nb, resources)

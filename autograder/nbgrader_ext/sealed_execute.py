@@ -91,7 +91,11 @@ def stopped_reasons(nb: NotebookNode, run: SealedRun) -> dict[str, str]:
             reasons[test] = f"it never finished: {run.ended}" if run.ended != "completed" else "it never ran"
         elif errors:
             name = str(errors[0])
-            reasons[test] = "it ran past the time limit" if name == "CellTimeoutError" else f"it raised {name if IDENTIFIER.match(name) else 'an error'} there"
+            reasons[test] = (
+                "it ran past the time limit"
+                if name == "CellTimeoutError"
+                else f"it raised {name if IDENTIFIER.match(name) else 'an error'} there"
+            )
     return reasons
 
 
@@ -115,7 +119,11 @@ def untrusted_outputs(outputs: list[Any]) -> list[dict[str, Any]]:
             clean.append({"output_type": "stream", "name": output["name"], "text": _text(output.get("text"))})
         elif kind in ("display_data", "execute_result") and isinstance(output.get("data"), dict):
             data = {str(k): v for k, v in output["data"].items() if isinstance(v, (str, list, dict))}
-            entry = {"output_type": kind, "data": data, "metadata": output.get("metadata") if isinstance(output.get("metadata"), dict) else {}}
+            entry = {
+                "output_type": kind,
+                "data": data,
+                "metadata": output.get("metadata") if isinstance(output.get("metadata"), dict) else {},
+            }
             if kind == "execute_result":
                 entry["execution_count"] = None
             clean.append(entry)
@@ -125,7 +133,9 @@ def untrusted_outputs(outputs: list[Any]) -> list[dict[str, Any]]:
                     "output_type": "error",
                     "ename": _text(output.get("ename"))[:200],
                     "evalue": _text(output.get("evalue"))[:5000],
-                    "traceback": [_text(line) for line in output.get("traceback", [])][:200] if isinstance(output.get("traceback"), list) else [],
+                    "traceback": [_text(line) for line in output.get("traceback", [])][:200]
+                    if isinstance(output.get("traceback"), list)
+                    else [],
                 }
             )
     return clean
