@@ -206,11 +206,7 @@ def sdpa_cudnn(q, k, v, causal=False):
 
 def compiled_naive() -> Attention:
     """torch.compile's defaults, as a user gets them (static shapes first, dynamic after a shape changes)."""
-    import torch._dynamo
-
-    for name in ("recompile_limit", "cache_size_limit"):  # one graph per shape and mask: do not fall back to eager
-        if hasattr(torch._dynamo.config, name):
-            setattr(torch._dynamo.config, name, 256)
+    torch.compiler.config.recompile_limit = 256  # one graph per shape and mask: do not fall back to eager
     return torch.compile(naive_attention)
 
 

@@ -513,19 +513,12 @@ def test_the_scan_for_private_torch_finds_every_spelling() -> None:
     assert _private_torch_uses("import importlib\nimportlib.import_module('torch._C')") == ["torch._C"]
 
 
-# What has no public counterpart yet: counting the bytes of every tensor an operation allocates needs a
-# dispatch mode, which torch offers only from torch.utils._python_dispatch (with _pytree to walk its outputs).
-PRIVATE_BY_NECESSITY = {
-    "course_utils/memory.py": {"torch.utils._python_dispatch.TorchDispatchMode", "torch.utils._pytree.tree_leaves"},
-}
-
-
 def test_course_code_uses_only_public_torch(repo_root) -> None:
     found = {}
-    for package in ("course_utils", "autograder"):
+    for package in ("course_utils", "autograder", "benchmarks"):
         for path in sorted((repo_root / package).rglob("*.py")):
             name = path.relative_to(repo_root).as_posix()
-            uses = [use for use in _private_torch_uses(path.read_text()) if use not in PRIVATE_BY_NECESSITY.get(name, ())]
+            uses = _private_torch_uses(path.read_text())
             if uses:
                 found[name] = uses
     assert found == {}, "private torch modules or attributes; use torch's public API instead"

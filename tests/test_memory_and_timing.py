@@ -6,8 +6,10 @@ import time
 
 import pytest
 import torch
+import torch.nn.functional as F
 
 from course_utils.memory import peak_tensor_bytes, track_tensor_memory
+from course_utils.operators import aten_operators
 from course_utils.timing import median_seconds
 
 MIB = 2**20
@@ -70,6 +72,29 @@ def test_quadratic_attention_peaks_at_two_score_matrices():
 
     scores = T * T * 4
     assert 2 * scores <= peak_tensor_bytes(naive, q) <= 2 * scores + 2 * T * d * 4
+
+
+def test_every_way_of_making_a_tensor_is_seen():
+    """Factories, tensor methods, operators and functional calls, also inside a helper of the student's."""
+    x = torch.zeros(256, 1024)
+
+    def helper(t):
+        return F.relu(t) + 1  # two 1 MiB results, one alive at the end
+
+    def made(t):
+        kept = [torch.empty(256, 1024), torch.full((256, 1024), 2.0), torch.zeros_like(t), t.clone(), t.exp(), t @ t.T[:, :256]]
+        kept.append(helper(t))
+        return kept
+
+    assert 7 * MIB <= peak_tensor_bytes(made, x) <= 8 * MIB
+
+
+def test_what_one_call_frees_before_it_returns_is_not_seen():
+    """The documented limit: temporaries inside a single composite call (here multi-head attention) are not counted."""
+    layer = torch.nn.MultiheadAttention(64, 2, batch_first=True)
+    x = torch.randn(1, 512, 64)
+    scores = 2 * 512 * 512 * 4  # one score matrix per head, made and freed inside the call
+    assert peak_tensor_bytes(lambda t: layer(t, t, t, need_weights=False)[0], x) < scores
 
 
 def test_median_seconds_measures_the_call_and_skips_warmup():
@@ -151,3 +176,16 @@ def test_median_seconds_sees_a_cuda_tensor_among_arguments_or_as_the_method_owne
 def test_median_seconds_on_a_gpu_waits_for_the_kernel():
     a = torch.randn(1024, 1024, device="cuda")
     assert median_seconds(torch.mm, a, a) > 0
+
+
+def test_aten_operators_shows_which_sdpa_backend_ran_and_keeps_stderr_clean(capfd):
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    q = torch.randn(1, 2, 64, 16)
+    fused = aten_operators(F.scaled_dot_product_attention, q, q, q, is_causal=True)
+    with sdpa_kernel(SDPBackend.MATH):
+        math = aten_operators(F.scaled_dot_product_attention, q, q, q, is_causal=True)
+    assert fused[0] == math[0] == "scaled_dot_product_attention"
+    assert "_scaled_dot_product_flash_attention_for_cpu" in fused and "bmm" not in fused
+    assert "_scaled_dot_product_attention_math" in math and "bmm" in math
+    assert capfd.readouterr().err == "", "the profiler's log lines must not reach stderr"
