@@ -91,10 +91,10 @@ def _site(args: argparse.Namespace) -> int:
 
 
 def _demo(args: argparse.Namespace) -> int:
-    from .demo import run_demo
+    from .demo import DEMO_ASSIGNMENTS, run_demo
 
     started = time.monotonic()
-    run_demo(Path(args.out) if args.out else None)
+    run_demo(Path(args.out) if args.out else None, DEMO_ASSIGNMENTS[:1] if args.quick else DEMO_ASSIGNMENTS)
     print(f"\ndemo finished in {time.monotonic() - started:.0f} s")
     return 0
 
@@ -148,6 +148,7 @@ def main(argv: list[str] | None = None) -> int:
 
     demo = commands.add_parser("demo", help="grade a small synthetic class and print the score table")
     demo.add_argument("--out", help="keep grades.csv, tests.csv and feedback/ here")
+    demo.add_argument("--quick", action="store_true", help="notebook 01 only (about 10 s instead of 50 s: no Triton kernels)")
     demo.set_defaults(run=_demo)
 
     args = parser.parse_args(argv)

@@ -51,17 +51,18 @@ def build_class(folder: Path, assignments: tuple[str, ...] = DEMO_ASSIGNMENTS) -
     return roster
 
 
-def run_demo(out: Path | None = None) -> GradingReport:
+def run_demo(out: Path | None = None, assignments: tuple[str, ...] = DEMO_ASSIGNMENTS) -> GradingReport:
+    """Build the class for ``assignments`` (by default notebooks 01 and 08), grade it, print the table."""
     with tempfile.TemporaryDirectory(prefix="demo-class-") as tmp:
         submissions = Path(tmp) / "submissions"
-        roster = build_class(submissions)
+        roster = build_class(submissions, assignments)
         out = out or Path(tmp) / "out"
-        print(f"Grading a synthetic class of {len(roster)} for {' and '.join(DEMO_ASSIGNMENTS)}:")
+        print(f"Grading a synthetic class of {len(roster)} for {' and '.join(assignments)}:")
         for student, handed_in in roster.items():
             print(f"  {student:<10} {'; '.join(handed_in)}")
         print()
         # Two workers where there are two cores: the class is graded in about half the time.
-        report = grade(submissions, out, assignments=list(DEMO_ASSIGNMENTS), jobs=min(2, os.cpu_count() or 1))
+        report = grade(submissions, out, assignments=list(assignments), jobs=min(2, os.cpu_count() or 1))
         print()
         print(format_table(report))
         if out != Path(tmp) / "out":

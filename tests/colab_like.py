@@ -47,6 +47,7 @@ class ColabRuntime:
         specs = KernelSpecManager(kernel_dirs=[str(self.root / "share" / "jupyter" / "kernels")])
         env = {k: v for k, v in os.environ.items() if k not in ("NBGRADER_EXECUTION", "VIRTUAL_ENV", "PYTHONPATH")}
         env[SOURCE_ENV_VAR] = self.package_source.as_uri()
+        env["OMP_NUM_THREADS"] = "1"  # the tests run two notebooks at once on two cores: one thread each
         env["PATH"] = f"{self.root / 'bin'}{os.pathsep}{env.get('PATH', '')}"
         notebook = run_notebook(
             notebook_path,
@@ -73,12 +74,51 @@ class NotebookRun:
         return "".join(o.get("text", "") for o in self.outputs("stream"))
 
 
+def link_installed(names: list[str], into: Path, *, leave_out: frozenset[str]) -> list[str]:
+    """Make the installed distributions ``names``, and all they require, importable from ``into``.
+
+    Each is linked, not copied, from this environment: a fresh pip install of torch takes a minute
+    and the same files. Returns the distributions linked, ``leave_out`` (and what only it needs) aside.
+    """
+    from importlib import metadata
+
+    from packaging.requirements import Requirement
+    from packaging.utils import canonicalize_name
+
+    into.mkdir(parents=True, exist_ok=True)
+    todo, linked = [canonicalize_name(n) for n in names], []
+    while todo:
+        name = todo.pop()
+        if name in linked or name in leave_out:
+            continue
+        linked.append(name)
+        dist = metadata.distribution(name)
+        site = Path(dist.locate_file(""))
+        tops = {Path(f).parts[0] for f in dist.files or () if not str(f).startswith("..") and Path(f).suffix != ".pth"}
+        for top in sorted(tops):
+            if not (into / top).exists():
+                (into / top).symlink_to(site / top)
+        for text in dist.requires or ():
+            requirement = Requirement(text)
+            if requirement.marker is None or requirement.marker.evaluate({"extra": ""}):
+                todo.append(canonicalize_name(requirement.name))
+    return linked
+
+
 def make_runtime(root: Path) -> ColabRuntime:
-    """A fresh venv with Colab's packages (torch pinned to the course's CPU build) and a kernel."""
+    """A fresh venv with Colab's packages (the course's CPU build of torch) and a kernel.
+
+    They are linked from this environment through a ``.pth`` file (pip leaves what lies outside the
+    venv alone). Triton is left out: notebook 07's setup cell must install it, as Colab's may.
+    """
     subprocess.run([sys.executable, "-m", "venv", str(root)], check=True)
     python = str(root / "bin" / "python")
-    pip = [python, "-m", "pip", "install", "-q", "-c", str(REPO_ROOT / "constraints-cpu.txt")]
-    subprocess.run(pip + COLAB_PACKAGES, check=True, capture_output=True)
+    site = subprocess.run(
+        [python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"], check=True, capture_output=True, text=True
+    )
+    packages = root / "colab-packages"
+    link_installed(COLAB_PACKAGES, packages, leave_out=frozenset({"triton"}))
+    (Path(site.stdout.strip()) / "colab-packages.pth").write_text(f"{packages}\n")
     subprocess.run([python, "-m", "ipykernel", "install", "--prefix", str(root), "--name", KERNEL_NAME], check=True, capture_output=True)
     source = root.parent / "course-package"
     source.mkdir(parents=True, exist_ok=True)

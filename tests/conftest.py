@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -133,16 +134,32 @@ class ColabRuns:
 
 @pytest.fixture(scope="session")
 def colab_runs(tmp_path_factory: pytest.TempPathFactory) -> ColabRuns:
-    """Every notebook run in a Colab-like runtime: the student versions first (the first one's setup
-    cell installs the package, notebook 07's adds Triton), then the solutions."""
+    """Every notebook run in a Colab-like runtime, student and solution versions: the first student
+    notebook's setup cell installs the package, notebook 07's adds Triton for the notebooks after it."""
     from colab_like import make_runtime
 
     runtime = make_runtime(tmp_path_factory.mktemp("colab") / "venv")
-    student, solution, triton_before_07 = {}, {}, False
-    for name in ASSIGNMENTS:
-        if name.startswith("07"):
+    student_path = {name: REPO_ROOT / "notebooks" / name / f"{name}.ipynb" for name in ASSIGNMENTS}
+    kernels = next((name for name in ASSIGNMENTS if name.startswith("07")), None)  # its setup cell installs Triton
+    triton_before_07 = False
+    students: dict[str, Future[NotebookRun]] = {}
+
+    def run_student(name: str) -> NotebookRun:
+        nonlocal triton_before_07
+        if name == kernels:
             triton_before_07 = runtime.has_module("triton")
-        student[name] = runtime.execute(REPO_ROOT / "notebooks" / name / f"{name}.ipynb", allow_errors=True)
-    for name in ASSIGNMENTS:
-        solution[name] = runtime.execute(SOLUTIONS_DIR / name / f"{name}.ipynb", allow_errors=False)
+        return runtime.execute(student_path[name], allow_errors=True)
+
+    def run_solution(name: str) -> NotebookRun:
+        if kernels in students and name >= kernels:
+            students[kernels].result()  # queued earlier, so already running or done: Triton is there after it
+        return runtime.execute(SOLUTIONS_DIR / name / f"{name}.ipynb", allow_errors=False)
+
+    # The first notebook's setup cell installs the course package; then two runs at a time, one per core.
+    first = run_student(ASSIGNMENTS[0])
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        students.update({name: pool.submit(run_student, name) for name in ASSIGNMENTS[1:]})
+        solutions = {name: pool.submit(run_solution, name) for name in ASSIGNMENTS}
+        student = {ASSIGNMENTS[0]: first, **{name: future.result() for name, future in students.items()}}
+        solution = {name: future.result() for name, future in solutions.items()}
     return ColabRuns(runtime, student, solution, triton_before_07)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import functools
 import re
 import subprocess
 import sys
@@ -12,6 +13,7 @@ import pytest
 from conftest import ASSIGNMENTS, GradedClass, tree_digest, variant_rounds
 
 from autograder.demo import DEMO_ASSIGNMENTS, DEMO_MISTAKES
+from autograder.demo import build_class as build_demo_class
 from autograder.grading.pipeline import GRADES_CSV, TESTS_CSV, AssignmentSpec
 from autograder.grading.reports import GRADEBOOK_CSV, SUMMARY_MD, SUMMARY_PNG
 from autograder.grading.verdicts import graded_names
@@ -23,6 +25,7 @@ pytestmark = pytest.mark.slow
 MISTAKE_CASES = [(a, m) for a in ASSIGNMENTS for m in MISTAKES.get(a, [])]
 
 
+@functools.cache  # parsed once: the tests.csv check looks it up for each of its ~14 000 rows
 def spec(assignment: str) -> AssignmentSpec:
     return AssignmentSpec.load(SOLUTIONS_DIR, assignment)
 
@@ -196,18 +199,35 @@ def test_grade_refuses_bad_arguments_with_a_clear_message(tmp_path, capsys: pyte
         assert message in capsys.readouterr().err, args
 
 
-def test_demo_prints_the_score_table(repo_root) -> None:
-    result = subprocess.run([sys.executable, "-m", "autograder", "demo"], cwd=repo_root, capture_output=True, text=True, timeout=400)
+def test_quick_demo_prints_the_score_table(repo_root) -> None:
+    # `demo --quick` grades notebook 01's class end to end; the next test covers what the full demo adds.
+    result = subprocess.run(
+        [sys.executable, "-m", "autograder", "demo", "--quick"], cwd=repo_root, capture_output=True, text=True, timeout=400
+    )
     assert result.returncode == 0, result.stderr[-2000:]
     lines = result.stdout.splitlines()
-    assert DEMO_ASSIGNMENTS[-1] == "08_flash_backward"  # the demo shows the first notebook and the last
-    for assignment in DEMO_ASSIGNMENTS:
-        total = spec(assignment).max_score
-        rows = [line for line in lines if f" {assignment} " in line]
-        assert any(line.startswith("solved ") and f"{total:g} / {total:g}" in line and line.rstrip().endswith("graded") for line in rows), (
-            result.stdout
-        )
-        assert any(line.startswith("untouched ") and f"0 / {total:g}" in line for line in rows), result.stdout
-        assert sum("lost points on" in line for line in rows) == len(DEMO_MISTAKES[assignment]), result.stdout
-    # The kernel that only the interpreter accepts loses the compile check, named in its row.
-    assert any(line.startswith("ben ") and "test_flash_attention_backward_triton" in line for line in lines), result.stdout
+    first = DEMO_ASSIGNMENTS[0]
+    total = spec(first).max_score
+    rows = [line for line in lines if f" {first} " in line]
+    assert any(line.startswith("solved ") and f"{total:g} / {total:g}" in line and line.rstrip().endswith("graded") for line in rows), (
+        result.stdout
+    )
+    assert any(line.startswith("untouched ") and f"0 / {total:g}" in line for line in rows), result.stdout
+    assert sum("lost points on" in line for line in rows) == len(DEMO_MISTAKES[first]), result.stdout
+    assert not any(f" {name} " in line for line in lines for name in DEMO_ASSIGNMENTS[1:]), "--quick grades notebook 01 only"
+
+
+def test_the_full_demo_hands_in_catalogued_mistakes(tmp_path) -> None:
+    # The full demo adds notebook 08. Each of its mistakes is a catalogued variant, so the graded class
+    # (test_mistake_loses_points_on_the_test_that_names_it) shows the demo row it gives, without grading 08 twice.
+    assert DEMO_ASSIGNMENTS == ("01_soft_dictionary_lookup", "08_flash_backward")  # the first notebook and the last
+    roster = build_demo_class(tmp_path, DEMO_ASSIGNMENTS)
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(roster)
+    for assignment, names in DEMO_MISTAKES.items():
+        catalogue = {m.name: m for m in MISTAKES[assignment]}
+        assert set(names) <= set(catalogue), set(names) - set(catalogue)
+        for student in roster:
+            assert (tmp_path / student / f"{assignment}.ipynb").is_file()
+    # ben's 08 kernel runs in the interpreter, but only the hidden compile check sees that no GPU builds it.
+    [broken] = [m for m in MISTAKES[DEMO_ASSIGNMENTS[1]] if m.name == DEMO_MISTAKES[DEMO_ASSIGNMENTS[1]][1]]
+    assert broken.loses == ("test_flash_attention_backward_triton",)
