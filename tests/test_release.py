@@ -15,24 +15,30 @@ from autograder.settings import NOTEBOOKS_DIR, SOLUTIONS_DIR
 from course_utils.reference import cell_source, is_solution_cell
 
 
-def test_notebooks_are_in_sync_with_solutions() -> None:
-    assert stale_notebooks() == []
+def test_notebooks_are_in_sync_with_solutions(repo_root) -> None:
+    # The instructor's command, which CI's check of the checkout is.
+    result = subprocess.run([sys.executable, "-m", "autograder", "release", "--check"], cwd=repo_root, capture_output=True, text=True)
+    assert result.returncode == 0 and "in sync" in result.stdout, result.stdout + result.stderr
 
 
 def test_release_is_deterministic(tmp_path) -> None:
-    generate(SOLUTIONS_DIR, tmp_path / "a")
-    generate(SOLUTIONS_DIR, tmp_path / "b")
+    # The committed notebooks came from another process on another day: a fresh release must match them byte for byte.
+    generate(SOLUTIONS_DIR, tmp_path)
     for name in list_assignments():
-        first = (tmp_path / "a" / name / f"{name}.ipynb").read_bytes()
-        assert first == (tmp_path / "b" / name / f"{name}.ipynb").read_bytes()
-        assert first == (NOTEBOOKS_DIR / name / f"{name}.ipynb").read_bytes()
+        assert (tmp_path / name / f"{name}.ipynb").read_bytes() == (NOTEBOOKS_DIR / name / f"{name}.ipynb").read_bytes(), name
 
 
-def test_release_check_names_each_stale_notebook(tmp_path, repo_root) -> None:
-    solutions, notebooks = tmp_path / "solutions", tmp_path / "notebooks"
-    shutil.copytree(SOLUTIONS_DIR, solutions)
-    shutil.copytree(NOTEBOOKS_DIR, notebooks)
+def one_assignment(tmp_path, folder) -> str:
+    """A copy of the first assignment's folder of ``folder`` (solutions/ or notebooks/): one notebook to regenerate, not eight."""
     name = list_assignments()[0]
+    shutil.copytree(folder / name, tmp_path / folder.name / name)
+    return name
+
+
+def test_release_check_names_each_stale_notebook(tmp_path) -> None:
+    solutions, notebooks = tmp_path / "solutions", tmp_path / "notebooks"
+    name = one_assignment(tmp_path, SOLUTIONS_DIR)
+    one_assignment(tmp_path, NOTEBOOKS_DIR)  # in sync, as test_notebooks_are_in_sync_with_solutions shows
     edited = notebooks / name / f"{name}.ipynb"
     edited.write_text(edited.read_text().replace("soft", "hard", 1))
     (notebooks / "stray.ipynb").write_text("{}")
@@ -40,8 +46,6 @@ def test_release_check_names_each_stale_notebook(tmp_path, repo_root) -> None:
         "not generated from solutions/: notebooks/stray.ipynb",
         f"differs from what solutions/ generates: notebooks/{name}/{name}.ipynb",
     ]
-    result = subprocess.run([sys.executable, "-m", "autograder", "release", "--check"], cwd=repo_root, capture_output=True, text=True)
-    assert result.returncode == 0 and "in sync" in result.stdout, result.stdout + result.stderr
 
 
 def test_student_notebooks_hold_no_solutions_or_hidden_tests() -> None:
@@ -56,13 +60,13 @@ def test_student_notebooks_hold_no_solutions_or_hidden_tests() -> None:
 
 def test_release_check_names_a_solution_whose_course_cells_are_missing(tmp_path) -> None:
     solutions = tmp_path / "solutions"
-    shutil.copytree(SOLUTIONS_DIR, solutions)
-    name = list_assignments()[0]
+    name = one_assignment(tmp_path, SOLUTIONS_DIR)
+    one_assignment(tmp_path, NOTEBOOKS_DIR)
     path = solutions / name / f"{name}.ipynb"
     notebook = json.loads(path.read_text())
     notebook["cells"] = [c for c in notebook["cells"] if c.get("id") != "colab-badge"]
     path.write_text(json.dumps(notebook, indent=1))
-    assert stale_notebooks(solutions, NOTEBOOKS_DIR) == [
+    assert stale_notebooks(solutions, tmp_path / "notebooks") == [
         f"course cells (Colab badge, setup, self-check) out of date: solutions/{name}/{name}.ipynb"
     ]
 

@@ -39,7 +39,7 @@ from .models import (
 )
 from .reports import write_summary
 from .sandbox import sandbox_problem
-from .worker import GradingBatch, snapshot
+from .worker import GradingBatch, not_handed_in, snapshot, ungraded
 
 GRADES_CSV = "grades.csv"
 TESTS_CSV = "tests.csv"
@@ -129,11 +129,13 @@ def grade(
             report.reused += 1
     _clear_stale_feedback(out / FEEDBACK_DIR, keep={(g.student_id, g.assignment) for g in report.grades})
 
+    # A pair with no notebook gets its row here: workers (and their health checks) are for notebooks.
+    finished: list[Graded] = [not_handed_in(s, specs[s.assignment]) for s in fresh if s.content is None]
+    handed_in = [s for s in fresh if s.content is not None]
     batch = GradingBatch(snapshot(solutions_dir, names), options, gradebook=empty_gradebook())
-    finished: list[Graded] = []
     failure: HealthCheckFailed | None = None
     try:
-        for graded in _run(batch, fresh, jobs=jobs, scheduler=scheduler, progress=progress, done=report.reused):
+        for graded in _run(batch, handed_in, jobs=jobs, scheduler=scheduler, progress=progress, done=report.reused + len(finished)):
             finished.append(graded)
     except HealthCheckFailed as failed:
         failure = failed
@@ -143,7 +145,13 @@ def grade(
         if (submission.student, submission.assignment) not in graded_pairs:
             finished.append(_unverified(submission, specs[submission.assignment], str(failure)))
     for graded in finished:
-        if failure is not None and (graded.worker in broken or "*" in broken) and graded.grade.outcome.kind is not Kind.HEALTH_CHECK_FAILED:
+        from_a_worker = graded.submission.content is not None  # a missing notebook's row needs no grader to vouch for it
+        if (
+            failure is not None
+            and from_a_worker
+            and (graded.worker in broken or "*" in broken)
+            and graded.grade.outcome.kind is not Kind.HEALTH_CHECK_FAILED
+        ):
             graded = _unverified(graded.submission, specs[graded.submission.assignment], str(failure))
         grade_row, test_rows = graded.grade, graded.tests
         report.grades.append(grade_row)
@@ -181,8 +189,7 @@ def _broken_workers(failure: HealthCheckFailed | None) -> set[str]:
 def _unverified(submission: Submission, spec: AssignmentSpec, why: str) -> Graded:
     """The row of a pair that a broken grader did not, or must not, grade: zero, and why."""
     outcome = Outcome(Kind.HEALTH_CHECK_FAILED, why.removeprefix(f"{Kind.HEALTH_CHECK_FAILED.value} ")[:300] or "the run stopped")
-    rows = [TestRow(submission.student, spec.name, test, 0.0, points) for test, points in spec.tests.items()]
-    return Graded(submission, GradeRow(submission.student, spec.name, 0.0, spec.max_score, outcome), rows)
+    return ungraded(submission, spec, outcome)
 
 
 def _check_paths(submissions: Path, out: Path, solutions_dir: Path) -> None:

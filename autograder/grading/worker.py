@@ -205,14 +205,8 @@ def grade_one(course: ScratchCourse, api: Any, submission: Submission, spec: Ass
         notes += _run_notes(report, options)
     except Exception as problem:  # noqa: BLE001 - one bad submission must not stop the class
         if isinstance(problem, SubmissionProblem):
-            outcome = Outcome(problem.kind, problem.reason, tuple(notes))
-        else:
-            outcome = Outcome(Kind.GRADING_ERROR, f"{type(problem).__name__}: {problem}", tuple(notes))
-        return Graded(
-            submission,
-            GradeRow(student, name, 0.0, spec.max_score, outcome),
-            [TestRow(student, name, test, 0.0, points) for test, points in spec.tests.items()],
-        )
+            return ungraded(submission, spec, Outcome(problem.kind, problem.reason, tuple(notes)))
+        return ungraded(submission, spec, Outcome(Kind.GRADING_ERROR, f"{type(problem).__name__}: {problem}", tuple(notes)))
     violations = sandbox_violations(_all_outputs(report), int(report.get("leftover_processes", 0) or 0))
     outcome = _graded_outcome(spec, scores, notes, flags, violations)
     return Graded(
@@ -220,6 +214,25 @@ def grade_one(course: ScratchCourse, api: Any, submission: Submission, spec: Ass
         GradeRow(student, name, sum(scores.values()), spec.max_score, outcome),
         [TestRow(student, name, test, scores.get(test, 0.0), points) for test, points in spec.tests.items()],
     )
+
+
+def ungraded(submission: Submission, spec: AssignmentSpec, outcome: Outcome) -> Graded:
+    """The row of a submission that could not be graded: zero on every test, and why."""
+    student, name = submission.student, spec.name
+    return Graded(
+        submission,
+        GradeRow(student, name, 0.0, spec.max_score, outcome),
+        [TestRow(student, name, test, 0.0, points) for test, points in spec.tests.items()],
+    )
+
+
+def not_handed_in(submission: Submission, spec: AssignmentSpec) -> Graded:
+    """The row of a pair with no notebook: no course, worker or health check needed to write it."""
+    try:
+        read_submission(submission, spec.name)
+    except SubmissionProblem as problem:
+        return ungraded(submission, spec, Outcome(problem.kind, problem.reason, tuple(submission.notes)))
+    raise ValueError(f"{submission.student}/{spec.name} was handed in: grade it")
 
 
 def _sealed_report(course: ScratchCourse, student: str, name: str) -> dict[str, Any]:
