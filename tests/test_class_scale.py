@@ -80,3 +80,39 @@ def test_a_dask_cluster_gives_the_same_rows_from_a_zip(bad_class: GradedClass, t
     assert report.tests == [r for r in bad_class.report.tests if r.student_id in students]
     assert (tmp_path / "out" / "feedback" / "ok student" / f"{FIRST}.html").is_file()
     assert (tmp_path / "out" / TESTS_CSV).is_file()
+
+
+def test_a_broken_grader_writes_no_score_and_a_missing_notebook_stays_missing(tmp_path: Path) -> None:
+    # The known solution of notebook 01 no longer scores full marks (it forgets the max subtraction),
+    # so the health check fails: every handed-in row says so with no score, and exit code 3 follows.
+    # A pair with no notebook is written without a grader, so it stays "missing".
+    import csv
+
+    import nbformat
+
+    from autograder.grading.models import HealthCheckFailed, Kind
+    from autograder.mistakes import MISTAKES
+    from autograder.submissions import solved, write_submission
+    from course_utils.reference import nbgrader_meta
+
+    second = "02_dot_product_attention"
+    solutions = tmp_path / "solutions"
+    for name in (FIRST, second):
+        shutil.copytree(SOLUTIONS_DIR / name, solutions / name)
+    mistake = next(m for m in MISTAKES[FIRST] if m.name == "softmax without subtracting the max")
+    source = solutions / FIRST / f"{FIRST}.ipynb"
+    notebook = nbformat.read(source, as_version=4)
+    [cell] = [c for c in notebook.cells if nbgrader_meta(c).get("grade_id") == mistake.cell]
+    cell.source = mistake.apply(cell.source)
+    nbformat.write(notebook, source)
+
+    submissions, out = tmp_path / "submissions", tmp_path / "out"
+    write_submission(submissions, "ada", FIRST, solved(FIRST))
+    write_submission(submissions, "ben", second, solved(second))
+    with pytest.raises(HealthCheckFailed, match=FIRST):
+        grade(submissions, out, solutions_dir=solutions, jobs=1, progress=False, feedback=False)
+    with (out / GRADES_CSV).open() as handle:
+        kinds = {(r["student_id"], r["assignment"]): (r["kind"], float(r["score"])) for r in csv.DictReader(handle)}
+    broken = (Kind.HEALTH_CHECK_FAILED.value, 0.0)
+    missing = (Kind.MISSING.value, 0.0)
+    assert kinds == {("ada", FIRST): broken, ("ada", second): missing, ("ben", FIRST): missing, ("ben", second): broken}
