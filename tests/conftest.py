@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import nbformat
 import pytest
 
 from autograder.course import list_assignments
@@ -47,6 +48,21 @@ def tree_digest(*folders: Path) -> dict[str, str]:
         for path in sorted(folder.rglob("*"))
         if path.is_file() and not ignored(path.relative_to(folder))
     }
+
+
+def leaked_hidden_lines(feedback: Path, assignment: str) -> list[str]:
+    """Lines of ``assignment``'s hidden tests that a feedback page shows. Solution lines are left out:
+    a solved submission holds them as the student's own code, which its feedback may show."""
+    import html
+
+    from autograder.grading.redaction import Redactor
+
+    source = nbformat.read(SOLUTIONS_DIR / assignment / f"{assignment}.ipynb", as_version=4)
+    public = {"cells": [c for c in source.cells if "BEGIN HIDDEN TESTS" not in c.source]}
+    secrets = Redactor.for_source(source).secrets - Redactor.for_source(public).secrets
+    assert len(secrets) > 10, f"{assignment}: too few distinctive hidden-test lines to tell a leak"
+    text = " ".join(html.unescape(feedback.read_text(encoding="utf-8")).split())
+    return sorted(line for line in secrets if line in text)
 
 
 def variant_rounds(variants: list[Variant]) -> list[list[Variant]]:

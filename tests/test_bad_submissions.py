@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import html as html_lib
 import re
 import subprocess
 from pathlib import Path
 
-import nbformat
 import pytest
 from bad_submissions import BAD_CASES, FIRST, ODD_NAMES, BadCase
-from conftest import ASSIGNMENTS, SOLUTIONS_DIR, GradedClass, tree_digest
+from conftest import ASSIGNMENTS, SOLUTIONS_DIR, GradedClass, leaked_hidden_lines, tree_digest
 
 from autograder.grading.models import AssignmentSpec
 from autograder.mistakes import MISTAKES
@@ -92,22 +90,12 @@ def test_tamper_check_flags_rebinding_a_checker_but_not_calling_one(source: str,
 def test_hostile_submissions_leave_nothing_behind_and_leak_nothing(bad_class: GradedClass) -> None:
     from bad_submissions import PROCESS_MARKER
 
-    from autograder.grading.redaction import Redactor
-
     assert not Path("/usr/attention-course-pwned").exists()
     survivors = subprocess.run(["pgrep", "-f", PROCESS_MARKER], capture_output=True, text=True).stdout.split()
     assert survivors == [], f"processes left behind by a submission: {survivors}"
-    source = nbformat.read(SOLUTIONS_DIR / FIRST / f"{FIRST}.ipynb", as_version=4)
-    # Hidden-test lines only: these submissions hold the solution as their own code, which they may see.
-    secrets = (
-        Redactor.for_source(source).secrets
-        - Redactor.for_source({"cells": [c for c in source.cells if "BEGIN HIDDEN TESTS" not in c.source]}).secrets
-    )
-    assert len(secrets) > 20  # the hidden tests of notebook 01 have many distinctive lines
     for html in (bad_class.out / "feedback").glob(f"*/{FIRST}.html"):
-        text = " ".join(html_lib.unescape(html.read_text(encoding="utf-8")).split())
-        leaked = [line for line in secrets if line in text]
-        assert leaked == [], f"{html.parent.name}'s feedback shows hidden-test or solution lines: {leaked[:3]}"
+        leaked = leaked_hidden_lines(html, FIRST)
+        assert leaked == [], f"{html.parent.name}'s feedback shows hidden-test lines: {leaked[:3]}"
     leaker = (bad_class.out / "feedback" / "prints-hidden-tests" / f"{FIRST}.html").read_text(encoding="utf-8")
     assert "was removed" in leaker  # it printed them, and they were cut
 

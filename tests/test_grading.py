@@ -10,7 +10,7 @@ import sys
 
 import nbformat
 import pytest
-from conftest import ASSIGNMENTS, GradedClass, tree_digest, variant_rounds
+from conftest import ASSIGNMENTS, GradedClass, leaked_hidden_lines, tree_digest, variant_rounds
 
 from autograder.demo import DEMO_ASSIGNMENTS, DEMO_MISTAKES
 from autograder.demo import build_class as build_demo_class
@@ -137,6 +137,16 @@ def test_feedback_hides_hidden_tests_but_explains_failures(graded_class: GradedC
     assert "hidden tests ran here" in html
     assert "calls [&#x27;torch.softmax&#x27;]" in html or "calls ['torch.softmax']" in html  # the message survives
     assert "----&gt;" not in html and "Cell In[" not in html  # but no traceback frames
+
+
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_every_graded_notebook_gets_feedback_that_quotes_no_hidden_test(graded_class: GradedClass, assignment: str) -> None:
+    pages = sorted((graded_class.out / "feedback").glob(f"*/{assignment}.html"))
+    handed_in = {path.parent.name for path in graded_class.submissions.glob(f"*/{assignment}.ipynb")}
+    assert {page.parent.name for page in pages} == handed_in, "every graded submission gets a feedback page"
+    for page in pages:
+        leaked = leaked_hidden_lines(page, assignment)
+        assert leaked == [], f"{page.parent.name}'s feedback on {assignment} shows hidden-test lines: {leaked[:3]}"
 
 
 def test_grading_writes_nothing_into_submissions_or_the_repository(graded_class: GradedClass) -> None:
