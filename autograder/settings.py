@@ -73,6 +73,9 @@ def course_config(
     c.SealedExecute.memory_limit = int(memory_limit or 0)
     # A deleted test cell is put back from the source notebook (edited ones are, by checksum).
     c.OverwriteCells.add_missing_cells = True
+    # Before nbgrader reads the cells: the admission grade uses, so stock autograde survives forged metadata.
+    c.Autograde.sanitize_preprocessors = _autograde_sanitize_steps()
+    c.AdmitSubmission.release_dir = str(Path(course_root) / release_dir)
     c.Autograde.autograde_preprocessors = [
         "autograder.nbgrader_ext.sealed_execute.SealedExecute",
         "nbgrader.preprocessors.IgnorePattern",
@@ -107,6 +110,15 @@ def _generate_assignment_steps() -> list[Any]:
     steps = list(GenerateAssignment.class_traits()["preprocessors"].default())
     steps.insert(steps.index(ClearSolutions), WithholdShowcase)
     return [*steps, StampStudentCells]
+
+
+def _autograde_sanitize_steps() -> list[Any]:
+    """nbgrader's autograde sanitizing steps, after the course's admission (``AdmitSubmission``)."""
+    from nbgrader.converters import Autograde
+
+    from .nbgrader_ext.admission import AdmitSubmission
+
+    return [AdmitSubmission, *Autograde.class_traits()["sanitize_preprocessors"].default()]
 
 
 def put_environment_on_path() -> None:

@@ -160,3 +160,22 @@ def test_gradebook_export_adds_a_missing_assignment_and_keeps_manual_grades(tmp_
         grade = gradebook.find_grade(first_test, ASSIGNMENT, ASSIGNMENT, "carol")
         assert (grade.auto_score, grade.manual_score) == (0.0, 1.0)
         assert gradebook.find_submission(ASSIGNMENT, "carol").score == grades[0].score + 1.0
+
+
+def test_stock_autograde_admits_a_forged_test_cell_as_grade_does(course: Path, tmp_path: Path) -> None:
+    # nbgrader's own OverwriteCells stops on a cell whose grade id the release lacks. The course's first
+    # sanitizing step (the admission grade uses) drops that metadata, so the cell runs as an ordinary one.
+    from bad_submissions import with_forged_test_cell
+    from nbgrader.api import Gradebook
+
+    if not (course / "notebooks" / ASSIGNMENT).is_dir():  # when this test runs alone
+        nbgrader("generate_assignment", ASSIGNMENT, cwd=course, exchange=tmp_path)
+    target = course / "submitted" / "mallory" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
+    target.parent.mkdir(parents=True)
+    nbformat.write(with_forged_test_cell(solved(ASSIGNMENT)), target)
+    log = nbgrader("autograde", ASSIGNMENT, "--student=mallory", cwd=course, exchange=tmp_path)
+    assert "not in the released notebook run as ordinary cells: test_bonus" in log
+    spec = AssignmentSpec.load(SOLUTIONS_DIR, ASSIGNMENT)
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gradebook:
+        submission = gradebook.find_submission(ASSIGNMENT, "mallory")
+        assert submission.score == submission.max_score == spec.max_score  # the made-up 100 points count for nothing
