@@ -28,8 +28,10 @@ _cache: dict[Path, types.ModuleType] = {}
 
 
 def nbgrader_meta(cell: dict[str, Any]) -> dict[str, Any]:
-    """A cell's nbgrader metadata ({} for an ordinary cell)."""
-    return cell.get("metadata", {}).get("nbgrader", {}) or {}
+    """A cell's nbgrader metadata ({} for an ordinary cell, or for metadata that is not a mapping)."""
+    metadata = cell.get("metadata", {})
+    meta = metadata.get("nbgrader", {}) if isinstance(metadata, dict) else {}
+    return meta if isinstance(meta, dict) else {}
 
 
 def cell_source(cell: dict[str, Any]) -> str:

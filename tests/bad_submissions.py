@@ -82,6 +82,14 @@ def stripped(notebook):
     return notebook
 
 
+def malformed_metadata(notebook):
+    """nbgrader metadata an editor (or a student) mangled: not a mapping, and a grade id that is a list."""
+    solutions = [c for c in notebook.cells if c.metadata.get("nbgrader", {}).get("solution")]
+    solutions[0].metadata["nbgrader"] = ["not", "a", "mapping"]
+    solutions[1].metadata["nbgrader"]["grade_id"] = ["softmax"]
+    return notebook
+
+
 def without_test(notebook, grade_id: str):
     notebook.cells = [c for c in notebook.cells if c.metadata.get("nbgrader", {}).get("grade_id") != grade_id]
     return notebook
@@ -128,6 +136,12 @@ BAD_CASES = [
     BadCase("empty-notebook", notebook_file(nbformat.v4.new_notebook()), "zero", r"^unreadable: the notebook has no cells$"),
     BadCase("only-a-pdf", text_file("%PDF-1.4", name="answers.pdf"), "zero", rf"^missing: no {FIRST}\.ipynb"),
     BadCase("metadata-stripped", notebook_file(stripped(solved(FIRST))), "full", r"^graded; nbgrader metadata restored on \d+ cell\(s\)"),
+    BadCase(
+        "metadata-malformed",  # dropped as foreign, then restored by matching the cells to the release
+        notebook_file(malformed_metadata(solved(FIRST))),
+        "full",
+        r"^graded; .*nbgrader metadata restored on 2 cell\(s\)",
+    ),
     BadCase(
         "colab-copy", notebook_file(solved(FIRST), f"Copy of {FIRST}.ipynb"), "full", rf"^graded; received as 'Copy of {FIRST}\.ipynb'$"
     ),

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import os
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -156,26 +156,21 @@ def colab_runs(tmp_path_factory: pytest.TempPathFactory) -> ColabRuns:
 
     runtime = make_runtime(tmp_path_factory.mktemp("colab") / "venv")
     student_path = {name: REPO_ROOT / "notebooks" / name / f"{name}.ipynb" for name in ASSIGNMENTS}
-    kernels = next((name for name in ASSIGNMENTS if name.startswith("07")), None)  # its setup cell installs Triton
+    kernels = next((name for name in ASSIGNMENTS if name.startswith("07")), None)
+    # One at a time first, the runs whose setup cells pip-install: the first notebook installs the
+    # package, notebook 07 adds Triton (and reinstalls the package). Nothing after them installs anything.
     triton_before_07 = False
-    students: dict[str, Future[NotebookRun]] = {}
-
-    def run_student(name: str) -> NotebookRun:
-        nonlocal triton_before_07
+    student = {}
+    for name in dict.fromkeys([ASSIGNMENTS[0], *([kernels] if kernels else [])]):
         if name == kernels:
             triton_before_07 = runtime.has_module("triton")
-        return runtime.execute(student_path[name], allow_errors=True)
-
-    def run_solution(name: str) -> NotebookRun:
-        if kernels in students and name >= kernels:
-            students[kernels].result()  # queued earlier, so already running or done: Triton is there after it
-        return runtime.execute(SOLUTIONS_DIR / name / f"{name}.ipynb", allow_errors=False)
-
-    # The first notebook's setup cell installs the course package; then two runs at a time, one per core.
-    first = run_student(ASSIGNMENTS[0])
+        student[name] = runtime.execute(student_path[name], allow_errors=True)
+    # Then two runs at a time, one per core.
     with ThreadPoolExecutor(max_workers=2) as pool:
-        students.update({name: pool.submit(run_student, name) for name in ASSIGNMENTS[1:]})
-        solutions = {name: pool.submit(run_solution, name) for name in ASSIGNMENTS}
-        student = {ASSIGNMENTS[0]: first, **{name: future.result() for name, future in students.items()}}
+        students = {
+            name: pool.submit(runtime.execute, student_path[name], allow_errors=True) for name in ASSIGNMENTS if name not in student
+        }
+        solutions = {name: pool.submit(runtime.execute, SOLUTIONS_DIR / name / f"{name}.ipynb", allow_errors=False) for name in ASSIGNMENTS}
+        student.update({name: future.result() for name, future in students.items()})
         solution = {name: future.result() for name, future in solutions.items()}
     return ColabRuns(runtime, student, solution, triton_before_07)

@@ -41,6 +41,8 @@ INTROSPECTION = re.compile(
     r"load_solution|COURSE_SOLUTIONS_DIR|course_utils\.(?:reference|recording|checks)\b|course_utils import .*\b(?:reference|recording|checks)\b"
     r"|\bimportlib\b|__import__|\binspect\b|sys\._getframe|\bf_back\b|\bf_globals\b|\bf_locals\b|gc\.get_objects|globals\(\)\s*\["
     r"|\bsetattr\s*\(|showtraceback|\blinecache\b|__globals__|__code__|\bbuiltins\b"
+    # Ways around the tensor-memory counter (course_utils.memory): code its function mode cannot see.
+    r"|\btorch\.jit\b|\bjit\.(?:script|trace)\b|DisableTorchFunction|__torch_function__|_pop_mode|_disable_torch_function"
     r"|\b(?:torch|np|numpy|checks|course_utils)(?:\.\w+)*\.(?:allclose|isclose|equal|assert_close|testing|check_\w+|call)\s*=(?!=)"
     r"|^\s*(?:def|class)\s+(?:check_\w+|assert_close|call)\s*[(:]|^\s*(?:check_\w+|assert_close)\s*=(?!=)",
     re.MULTILINE,
@@ -185,9 +187,12 @@ def drop_foreign_metadata(submission: NotebookNode, released: NotebookNode) -> l
     known = {nbgrader_meta(c).get("grade_id") for c in released.cells} - {None}
     stripped: list[str] = []
     for cell in submission.cells:
-        meta = nbgrader_meta(cell)
-        if meta and meta.get("grade_id") not in known:
-            stripped.append(str(meta.get("grade_id", "(no grade id)")))
+        raw = cell.metadata.get("nbgrader") if isinstance(cell.get("metadata"), dict) else None
+        if not raw:
+            continue
+        grade_id = raw.get("grade_id") if isinstance(raw, dict) else None
+        if not isinstance(grade_id, str) or grade_id not in known:  # mangled metadata counts as foreign
+            stripped.append(str(grade_id) if grade_id is not None else "(no grade id)")
             del cell.metadata["nbgrader"]
     return stripped
 
