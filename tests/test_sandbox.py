@@ -134,3 +134,17 @@ def test_a_cell_that_kills_its_process_ends_the_run_and_the_runner_carries_on() 
     assert run.ended.startswith("the kernel died"), run.ended
     assert 0 in run.finished and 1 not in run.finished
     assert printed("print(json.dumps({'alive': True}))") == {"alive": True}
+
+
+def test_a_python_under_tmp_is_refused_with_the_reason(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Every sealed run mounts an empty /tmp of its own, so a checkout and venv under /tmp would vanish
+    # mid-run (found with a clone in /tmp: every notebook scored 0 and the health check stopped the run).
+    from pathlib import Path
+
+    monkeypatch.setattr(sandbox, "_python_paths", lambda: [Path("/usr"), Path("/tmp/clone/.venv")])
+    sandbox_problem.cache_clear()  # the answer is cached for the process: ask afresh, and forget it after
+    found = sandbox_problem()
+    sandbox_problem.cache_clear()
+    assert found == (
+        "/tmp/clone/.venv is under /tmp, which every sealed run replaces with an empty one; keep the checkout and its venv elsewhere"
+    )

@@ -161,6 +161,10 @@ def _matplotlib_cache() -> Path | None:
 @functools.lru_cache(maxsize=1)
 def sandbox_problem() -> str | None:
     """Why the sandbox cannot start here, or None when it can (bubblewrap, then a nested fork)."""
+    # Each sealed run mounts an empty /tmp of its own (sealed_run.py): Python under /tmp would vanish.
+    hidden = [path for path in _python_paths() if path == Path("/tmp") or Path("/tmp") in path.parents]
+    if hidden:
+        return f"{hidden[0]} is under /tmp, which every sealed run replaces with an empty one; keep the checkout and its venv elsewhere"
     try:
         command = bwrap_command(None, [sys.executable, "-I", "/grader/sealed_run.py", "probe"])
         result = subprocess.run(command, capture_output=True, timeout=120, env=_environment("/tmp/home", "/tmp/matplotlib", sealed=True))
