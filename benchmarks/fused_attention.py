@@ -127,6 +127,11 @@ def kernels(solution) -> tuple[Attention, Attention, Attention]:
 # ----------------------------------------------------------------------------------------------
 
 
+def case(dtype: torch.dtype | str, d: int, batch: int, heads: int, causal: bool, T: int) -> dict:
+    """The fields that say which case a result row measured: the same keys in every row."""
+    return {"dtype": str(dtype).removeprefix("torch."), "head_dim": d, "batch": batch, "heads": heads, "causal": causal, "T": T}
+
+
 def measure_cpu(
     methods: dict[str, Attention], lengths: list[int], batch: int, heads: int, d: int, dtype: torch.dtype, repeats: int, memory: bool
 ) -> list[dict]:
@@ -147,12 +152,7 @@ def measure_cpu(
                 row = {
                     "method": name,
                     "status": "ok",
-                    "dtype": str(dtype).removeprefix("torch."),
-                    "head_dim": d,
-                    "batch": batch,
-                    "heads": heads,
-                    "causal": causal,
-                    "T": T,
+                    **case(dtype, d, batch, heads, causal, T),
                     "seconds": seconds,
                     "ms": seconds * 1e3,
                     "tflops": attention_flops(batch, heads, T, d, causal) / seconds / 1e12,
@@ -291,7 +291,7 @@ def run_gpu(args, solution) -> dict:
                     naive_bytes = 2 * B * H * T * T * q.element_size()
                     flash_ms = None
                     for name, fn in methods.items():
-                        common = {"dtype": dtype_name, "head_dim": d, "batch": B, "heads": H, "causal": causal, "T": T}
+                        common = case(dtype_name, d, B, H, causal, T)
                         if name in ("naive", "torch.compile naive") and naive_bytes > NAIVE_LIMIT_BYTES:
                             row = {
                                 "method": name,
@@ -432,12 +432,7 @@ def measure_backward(
                     "status": "ok",
                     "reason": None,
                     "pass": "forward+backward",
-                    "dtype": str(dtype).removeprefix("torch."),
-                    "head_dim": d,
-                    "batch": batch,
-                    "heads": heads,
-                    "causal": causal,
-                    "T": T,
+                    **case(dtype, d, batch, heads, causal, T),
                     "peak_tensor_bytes": None,
                 }
                 try:

@@ -12,17 +12,24 @@ import pytest
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
 
-def test_complexity_benchmark_quick_run_writes_consistent_figures(tmp_path: Path) -> None:
-    out = tmp_path / "complexity.json"
+def run_benchmark(script: str, *args: str, out: Path, timeout: int = 300) -> tuple[subprocess.CompletedProcess, dict]:
+    """Run ``benchmarks/<script>`` with ``--json out`` in out's folder; the process and its figures.
+
+    The run must exit 0: its stdout and stderr tails are the message otherwise.
+    """
     run = subprocess.run(
-        [sys.executable, str(REPO_ROOT / "benchmarks" / "complexity.py"), "--quick", "--json", str(out)],
+        [sys.executable, str(REPO_ROOT / "benchmarks" / script), *args, "--json", str(out)],
         capture_output=True,
         text=True,
-        timeout=300,
-        cwd=tmp_path,
+        timeout=timeout,
+        cwd=out.parent,
     )
-    assert run.returncode == 0, run.stderr
-    figures = json.loads(out.read_text())
+    assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-3000:]
+    return run, json.loads(out.read_text())
+
+
+def test_complexity_benchmark_quick_run_writes_consistent_figures(tmp_path: Path) -> None:
+    run, figures = run_benchmark("complexity.py", "--quick", out=tmp_path / "complexity.json")
     rows = figures["rows"]
     assert {(row["method"], row["T"]) for row in rows} == {(m, T) for m in ("naive", "chunked", "builtin") for T in (256, 512, 1024)}
     for row in rows:
@@ -39,16 +46,7 @@ def test_complexity_benchmark_quick_run_writes_consistent_figures(tmp_path: Path
 
 
 def test_fused_attention_benchmark_quick_run_checks_the_kernel(tmp_path: Path) -> None:
-    out = tmp_path / "fused.json"
-    run = subprocess.run(
-        [sys.executable, str(REPO_ROOT / "benchmarks" / "fused_attention.py"), "--quick", "--json", str(out)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        cwd=tmp_path,
-    )
-    assert run.returncode == 0, run.stderr
-    figures = json.loads(out.read_text())
+    _, figures = run_benchmark("fused_attention.py", "--quick", out=tmp_path / "fused.json")
     assert figures["device"], "every figure records its device"
     rows = figures["rows"]
     assert {row["causal"] for row in rows} == {False, True}
@@ -76,16 +74,8 @@ def test_fused_attention_benchmark_quick_run_checks_the_kernel(tmp_path: Path) -
 def test_grading_benchmark_runs_in_quick_mode(tmp_path: Path) -> None:
     # Quick mode: the benchmark works and records its figures. The --jobs target itself is
     # for benchmarks/grading.py to print, never for a test: a busy machine must not fail CI.
-    out = tmp_path / "grading.json"
-    run = subprocess.run(
-        [sys.executable, str(REPO_ROOT / "benchmarks" / "grading.py"), "parallel", "--submissions", "2", "--jobs", "2", "--json", str(out)],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        cwd=tmp_path,
-    )
-    assert run.returncode == 0, run.stderr[-3000:]  # includes the check that both runs give the same rows
-    figures = json.loads(out.read_text())
+    # It exits non-zero unless both runs give the same rows.
+    _, figures = run_benchmark("grading.py", "parallel", "--submissions", "2", "--jobs", "2", out=tmp_path / "grading.json", timeout=600)
     result = figures["parallel"]
     assert figures["machine"]["device"] == "cpu" and result["submissions"] == 2
     assert result["seconds_jobs_1"] > 0 and result["seconds_jobs_2"] > 0
@@ -95,16 +85,7 @@ def test_grading_benchmark_runs_in_quick_mode(tmp_path: Path) -> None:
 @pytest.mark.slow
 def test_notebook_benchmark_runs_in_quick_mode(tmp_path: Path) -> None:
     # It records the seconds against the 60 s budget; only a failing cell makes it exit non-zero.
-    out = tmp_path / "notebooks.json"
-    run = subprocess.run(
-        [sys.executable, str(REPO_ROOT / "benchmarks" / "notebooks.py"), "--quick", "--json", str(out)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        cwd=tmp_path,
-    )
-    assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
-    figures = json.loads(out.read_text())
+    _, figures = run_benchmark("notebooks.py", "--quick", out=tmp_path / "notebooks.json")
     assert figures["budget_s"] == 60 and figures["machine"]["cpus"]
     [row] = figures["rows"]
     assert row["mode"] == "grading" and row["seconds"] > 0 and row["errors"] == []
