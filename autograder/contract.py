@@ -23,6 +23,7 @@ from course_utils.reference import (
 )
 
 from .course import ASSIGNMENT_NAME
+from .nbgrader_ext.discussion import discussion_runs, is_discussion
 from .nbgrader_ext.showcase import is_showcase
 
 DEFINITIONS = (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
@@ -94,6 +95,26 @@ def problems(path: Path) -> list[str]:
                 found.append(f"graded question {name}: no visible test checks its form with check_answer_format({name}, ...)")
             if not any(re.search(rf"\bcheck_answer\(\s*{name}\b", hidden_part(cell_source(c))) for c in tests):
                 found.append(f"graded question {name}: no hidden test grades it with check_answer({name}, ...)")
+    found += _discussion_problems(cells, [n for n in graded_functions if n.startswith("answer_")])
+    return found
+
+
+def _discussion_problems(cells: list[dict[str, Any]], questions: list[str]) -> list[str]:
+    """Each graded question's explanation sits in discussion cells right after its (last) test cell,
+    which the release withholds and feedback restores; a discussion follows a test cell, nothing else."""
+    found: list[str] = []
+    for name in questions:
+        grading = [i for i, c in enumerate(cells) if is_test_cell(c) and re.search(rf"\bcheck_answer\(\s*{name}\b", cell_source(c))]
+        if grading and not (grading[-1] + 1 < len(cells) and is_discussion(cells[grading[-1] + 1])):
+            found.append(
+                f"graded question {name}: the cell after its test must be a discussion (tag 'discussion') that explains the answer"
+            )
+    for after, run in discussion_runs(cells):
+        where = f"discussion {run[0].get('id')}"
+        if after is None or not after.startswith("test_"):
+            found.append(f"{where}: must follow a test cell, after which feedback puts it back")
+        if any(nbgrader_meta(c) for c in run):
+            found.append(f"{where}: a discussion cell is ungraded and carries no nbgrader metadata")
     return found
 
 

@@ -94,21 +94,25 @@ def course_config(
         "nbgrader.preprocessors.GetGrades",
         "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",
         "autograder.nbgrader_ext.feedback.RedactHiddenTests",
+        "autograder.nbgrader_ext.discussion.RestoreDiscussions",
     ]
+    # Feedback explains the graded questions: the discussions the release withheld come back.
+    c.RestoreDiscussions.source_dir = str(Path(course_root) / source_dir)
     return c
 
 
 def _generate_assignment_steps() -> list[Any]:
-    """nbgrader's generate_assignment steps, with the showcase cells withheld before solutions are
-    cleared and the student's course cells stamped last."""
+    """nbgrader's generate_assignment steps, with the discussions of graded questions and the showcase
+    cells withheld before solutions are cleared and the student's course cells stamped last."""
     from nbgrader.converters import GenerateAssignment
     from nbgrader.preprocessors import ClearSolutions
 
     from .nbgrader_ext.course_cells import StampStudentCells
+    from .nbgrader_ext.discussion import WithholdDiscussion
     from .nbgrader_ext.showcase import WithholdShowcase
 
     steps = list(GenerateAssignment.class_traits()["preprocessors"].default())
-    steps.insert(steps.index(ClearSolutions), WithholdShowcase)
+    steps[steps.index(ClearSolutions) : steps.index(ClearSolutions)] = [WithholdDiscussion, WithholdShowcase]
     return [*steps, StampStudentCells]
 
 
