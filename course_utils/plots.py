@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import math
 from typing import Sequence
 
 import matplotlib.pyplot as plt
+import numpy
 import torch
 from matplotlib.axes import Axes
 
@@ -50,13 +52,22 @@ def heatmap(
     cmap: str = "viridis",
     vmin: float | None = None,
     vmax: float | None = None,
+    missing_label: str | None = None,
 ) -> Axes:
-    """A 2-D matrix (attention weights: rows are queries, columns are keys)."""
+    """A 2-D matrix [rows, cols] (attention weights: rows are queries, columns are keys), with a colour bar.
+
+    Cells that are not finite (NaN, -inf: a fully masked row, a masked score) are drawn light grey and
+    labelled with ``missing_label`` (default: their value, "nan" or "-inf"), so an empty row is seen, not guessed.
+    Each label is black or white by the brightness of the colour under it, so it stays readable.
+    """
     data = matrix.detach().cpu().double()
     if data.dim() != 2:
         raise ValueError(f"heatmap needs a 2-D matrix, got shape {list(data.shape)}")
     ax = _new_axes(ax, figsize=(0.6 * data.shape[1] + 2.0, 0.5 * data.shape[0] + 1.2))
-    image = ax.imshow(data.numpy(), cmap=cmap, vmin=vmin, vmax=vmax, aspect="auto")
+    colours = plt.get_cmap(cmap).with_extremes(bad="lightgrey")
+    finite = torch.isfinite(data)
+    shown = numpy.ma.masked_invalid(torch.where(finite, data, torch.nan).numpy())
+    image = ax.imshow(shown, cmap=colours, vmin=vmin, vmax=vmax, aspect="auto")
     ax.figure.colorbar(image, ax=ax, fraction=0.046, pad=0.04)
     ax.grid(False)
     rows, cols = data.shape
@@ -69,14 +80,23 @@ def heatmap(
     elif cols <= 20:
         ax.set_xticks(range(cols))
     if annotate and data.numel() <= 100:
-        middle = (data.max() + data.min()).item() / 2
-        for (i, j), value in zip(
-            torch.cartesian_prod(torch.arange(data.shape[0]), torch.arange(data.shape[1])).tolist(), data.flatten().tolist()
-        ):
-            ax.text(j, i, f"{value:.2f}", ha="center", va="center", fontsize=8, color="black" if value > middle else "white")
+        for i in range(rows):
+            for j in range(cols):
+                value = data[i, j].item()
+                if math.isfinite(value):
+                    text, background = f"{value:.2f}", colours(image.norm(value))
+                else:
+                    text, background = missing_label or f"{value:g}", colours.get_bad()
+                ax.text(j, i, text, ha="center", va="center", fontsize=8, color=label_colour(background))
     if title:
         ax.set_title(title)
     return ax
+
+
+def label_colour(background: Sequence[float]) -> str:
+    """Black on a light colour, white on a dark one (the colour's relative luminance, sRGB weights)."""
+    red, green, blue = background[:3]
+    return "black" if 0.2126 * red + 0.7152 * green + 0.0722 * blue > 0.45 else "white"
 
 
 def program_map(

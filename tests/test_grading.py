@@ -7,6 +7,7 @@ import functools
 import re
 import subprocess
 import sys
+from html import unescape
 
 import nbformat
 import pytest
@@ -18,6 +19,7 @@ from autograder.grading.pipeline import GRADES_CSV, TESTS_CSV, AssignmentSpec
 from autograder.grading.reports import GRADEBOOK_CSV, SUMMARY_MD, SUMMARY_PNG
 from autograder.grading.verdicts import graded_names
 from autograder.mistakes import CORRECT_VARIANTS, MISTAKES
+from autograder.nbgrader_ext.discussion import WITHHELD_NOTE, is_discussion
 from autograder.settings import REPO_ROOT, SOLUTIONS_DIR
 
 pytestmark = pytest.mark.slow
@@ -144,9 +146,30 @@ def test_every_graded_notebook_gets_feedback_that_quotes_no_hidden_test(graded_c
     pages = sorted((graded_class.out / "feedback").glob(f"*/{assignment}.html"))
     handed_in = {path.parent.name for path in graded_class.submissions.glob(f"*/{assignment}.ipynb")}
     assert {page.parent.name for page in pages} == handed_in, "every graded submission gets a feedback page"
+    discussed = discussion_phrases(assignment)
     for page in pages:
         leaked = leaked_hidden_lines(page, assignment)
         assert leaked == [], f"{page.parent.name}'s feedback on {assignment} shows hidden-test lines: {leaked[:3]}"
+        # After grading, the student reads each graded question's discussion, which their notebook lacked.
+        text = page_text(page)
+        missing = [phrase for phrase in discussed if phrase not in text]
+        assert not missing, f"{page.parent.name}'s feedback on {assignment} lacks the discussions: {missing[:2]}"
+        assert WITHHELD_NOTE[:60] not in text, "the note that stood in for a discussion is gone once it is back"
+
+
+def discussion_phrases(assignment: str) -> list[str]:
+    """A run of plain words from each discussion cell of the solution, to find in rendered feedback."""
+    cells = nbformat.read(SOLUTIONS_DIR / assignment / f"{assignment}.ipynb", as_version=4).cells
+    phrases = []
+    for cell in filter(is_discussion, cells):
+        runs = re.findall(r"[A-Za-z][A-Za-z ,]{24,}[A-Za-z]", cell.source)
+        if runs:
+            phrases.append(" ".join(max(runs, key=len).split()))
+    return phrases
+
+
+def page_text(page) -> str:
+    return " ".join(unescape(re.sub(r"<[^>]+>", " ", page.read_text(encoding="utf-8"))).split())
 
 
 def test_grading_writes_nothing_into_submissions_or_the_repository(graded_class: GradedClass) -> None:

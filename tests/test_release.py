@@ -7,8 +7,11 @@ import shutil
 import subprocess
 import sys
 
+import nbformat
+
 from autograder.contract import problems
 from autograder.course import list_assignments
+from autograder.nbgrader_ext.discussion import WITHHELD_NOTE, RestoreDiscussions, WithholdDiscussion
 from autograder.nbgrader_ext.showcase import is_showcase
 from autograder.release import generate, stale_notebooks
 from autograder.settings import NOTEBOOKS_DIR, SOLUTIONS_DIR
@@ -99,3 +102,36 @@ def test_a_showcase_function_may_not_be_used_by_a_test(tmp_path) -> None:
     found = problems(path)
     assert "showcase function flash_attention_fast: a test uses it, but students never have it" in found
     assert "showcase cell flash_attention_fast: all of its code must be inside the solution region (only comments outside)" in found
+
+
+def _question_notebook() -> nbformat.NotebookNode:
+    """A question's test cell, its two-cell discussion, and the next section."""
+    test = nbformat.v4.new_code_cell("# the answer's form\nassert True", id="test-q")
+    test.metadata["nbgrader"] = {"grade": True, "grade_id": "test_answer_q", "locked": True, "points": 1, "solution": False}
+    why = nbformat.v4.new_markdown_cell("Because the softmax ignores a constant added to a row.", id="why")
+    shown = nbformat.v4.new_code_cell("print(torch.softmax(s + 3, -1))", id="shown")
+    for cell in (why, shown):
+        cell.metadata["tags"] = ["discussion"]
+    return nbformat.v4.new_notebook(cells=[test, why, shown, nbformat.v4.new_markdown_cell("## Next", id="next")])
+
+
+def test_a_discussion_is_withheld_as_one_note_and_comes_back_in_feedback(tmp_path) -> None:
+    source = _question_notebook()
+    student, _ = WithholdDiscussion().preprocess(nbformat.from_dict(source), {})
+    assert [c.source for c in student.cells] == ["# the answer's form\nassert True", WITHHELD_NOTE, "## Next"]
+    assert student.cells[1].id == "why-withheld"
+
+    (tmp_path / "a").mkdir()
+    nbformat.write(source, tmp_path / "a" / "a.ipynb")
+    resources = {"nbgrader": {"assignment": "a", "notebook": "a", "student": "s"}}
+    feedback, _ = RestoreDiscussions(source_dir=str(tmp_path)).preprocess(student, resources)
+    assert [c.get("id") for c in feedback.cells] == ["test-q", "why", "shown", "next"]
+    assert feedback.cells[2].outputs == []  # the code comes back to read, without outputs of the solution's run
+
+
+def test_feedback_without_a_source_notebook_is_left_as_it_is(tmp_path) -> None:
+    student, _ = WithholdDiscussion().preprocess(_question_notebook(), {})
+    before = [c.source for c in student.cells]
+    resources = {"nbgrader": {"assignment": "gone", "notebook": "gone", "student": "s"}}
+    feedback, _ = RestoreDiscussions(source_dir=str(tmp_path)).preprocess(student, resources)
+    assert [c.source for c in feedback.cells] == before

@@ -51,6 +51,23 @@ def test_heatmap_draws_every_cell_and_rejects_non_matrices() -> None:
     plt.close("all")
 
 
+def test_heatmap_labels_stay_readable_and_masked_cells_are_marked() -> None:
+    # viridis runs from dark purple (0) to light yellow (1): white text on the dark end, black on the light end,
+    # also when vmin/vmax stretch the scale; a fully masked (NaN) row is grey and labelled, not left blank.
+    weights = torch.tensor([[0.0, 1.0], [float("nan"), float("nan")]])
+    ax = heatmap(weights, vmin=0, vmax=1, missing_label="masked")
+    assert [(t.get_text(), t.get_color()) for t in ax.texts] == [
+        ("0.00", "white"),
+        ("1.00", "black"),
+        ("masked", "black"),
+        ("masked", "black"),
+    ]
+    assert ax.images[0].cmap.get_bad()[:3] == pytest.approx((0.827, 0.827, 0.827), abs=1e-3)  # light grey
+    stretched = heatmap(torch.tensor([[0.9, 1.0]]), vmin=0, vmax=10)  # both values are dark on a 0..10 scale
+    assert [t.get_color() for t in stretched.texts] == ["white", "white"]
+    plt.close("all")
+
+
 def test_bar_weights_labels_each_bar() -> None:
     ax = bar_weights(torch.tensor([0.125, 0.25, 0.625]), ["a", "b", "c"])
     assert [round(p.get_height(), 3) for p in ax.patches] == [0.125, 0.25, 0.625]
