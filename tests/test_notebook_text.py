@@ -27,6 +27,8 @@ DRAFT_WORDING = [
     r"\boriginal `?\w+`? design\b",
     r"\bseeds'",
     r"\bdraft\b",
+    r"\b(as in|from) the book\b",
+    r"\bd2l\b",
 ]
 WORDING = re.compile("|".join(f"(?:{p})" for p in DRAFT_WORDING), re.IGNORECASE)
 MIN_DISCUSSION_LINE = 40  # shorter lines ("```", "print(weights)") may well appear elsewhere

@@ -85,7 +85,7 @@ MISTAKES = [
         loses=("test_answer_bandwidth_limit",),
     ),
     Variant(
-        "sleeps output from the source's rounded weights [0.1, 0.7, 0.2]",
+        "sleeps output from the commonly quoted rounded weights [0.1, 0.7, 0.2]",
         SLEEPS,
         edits=((SLEEPS_SOFTMAX, "weights = torch.tensor([0.1, 0.7, 0.2], dtype=torch.float64)"),),
         loses=("test_answer_sleeps_output",),
@@ -115,7 +115,7 @@ MISTAKES = [
         edits=(('return "b"', 'return "d"'),),
         loses=("test_answer_additive_without_tanh",),
     ),
-    answered("mat weights as the source prints them", MAT, "[0.18, 0.18, 0.64]", loses=("test_answer_mat_weights",)),
+    answered("mat weights as commonly quoted, [0.18, 0.18, 0.64]", MAT, "[0.18, 0.18, 0.64]", loses=("test_answer_mat_weights",)),
     Variant(
         "mat weights with a 1/sqrt(2) scale (this notebook is unscaled)",
         MAT,
