@@ -7,6 +7,8 @@ from .variant import Variant
 SDPA = "scaled_dot_product_attention"
 BOOL_FILL = 'scores.masked_fill(~attn_mask, float("-inf"))'
 CAUSAL = "causal_mask(Q.shape[-2], K.shape[-2], device=Q.device)"
+EMPTY_SCORES = "    scores = scores.masked_fill(nothing_to_attend, 0.0)  # any finite score: no NaN, forward or backward\n"
+FULLY_MASKED = ("test_masked_sdpa_fully_masked_rows", "test_masked_sdpa_fully_masked_rows_gradients")
 PACKED = "packed_sequence_mask"
 WITHIN = "mask = mask & (position.unsqueeze(-1) >= position.unsqueeze(0))"
 PACKED_TESTS = ("test_packed_sequence_mask", "test_packed_sequence_mask_causal")
@@ -16,7 +18,29 @@ MISTAKES = [
         "causal_mask is always bottom-right",
         "causal_mask",
         edits=(("offset = T_k - T_q if bottom_right else 0", "offset = T_k - T_q"),),
-        loses=("test_causal_mask_top_left",),
+        loses=("test_causal_mask_top_left", "test_causal_mask_unequal_lengths"),
+    ),
+    Variant(
+        "causal_mask, bottom-right: the offset T_k - T_q clamped at 0 (wrong when there are more queries than keys)",
+        "causal_mask",
+        edits=(("offset = T_k - T_q if bottom_right else 0", "offset = max(T_k - T_q, 0) if bottom_right else 0"),),
+        loses=("test_causal_mask_unequal_lengths",),
+    ),
+    Variant(
+        "causal_mask slices a square T_k x T_k triangle (too few rows when T_q > T_k)",
+        "causal_mask",
+        source="""
+def causal_mask(T_q, T_k, bottom_right=False, device=None):
+    square = torch.ones(T_k, T_k, dtype=torch.bool, device=device).tril()
+    return square[-T_q:] if bottom_right else square[:T_q]
+""",
+        loses=("test_causal_mask_unequal_lengths", "test_causal_mask_top_left"),
+    ),
+    Variant(
+        "causal_mask ignores device (always on the CPU)",
+        "causal_mask",
+        edits=(("torch.arange(T_q, device=device)", "torch.arange(T_q)"), ("torch.arange(T_k, device=device)", "torch.arange(T_k)")),
+        loses=("test_causal_mask_device",),
     ),
     Variant(
         "padding_mask counts the position equal to the length as real (<=)",
@@ -40,25 +64,51 @@ MISTAKES = [
         "bool mask inverted (True treated as masked)",
         SDPA,
         edits=((BOOL_FILL, BOOL_FILL.replace("~attn_mask", "attn_mask")),),
-        loses=("test_masked_sdpa_bool_mask", "test_masked_sdpa_is_causal", "test_masked_sdpa_fully_masked_rows"),
+        loses=("test_masked_sdpa_bool_mask", "test_masked_sdpa_is_causal", *FULLY_MASKED),
     ),
     Variant(
         "float mask multiplied instead of added",
         SDPA,
         edits=(("scores = scores + attn_mask", "scores = scores * attn_mask"),),
-        loses=("test_masked_sdpa_float_mask", "test_masked_sdpa_fully_masked_rows"),
+        loses=("test_masked_sdpa_float_mask", *FULLY_MASKED),
     ),
     Variant(
         "masks with -1e9 instead of -inf (fully masked rows become uniform)",
         SDPA,
         edits=((BOOL_FILL, "scores.masked_fill(~attn_mask, -1e9)"),),
-        loses=("test_masked_sdpa_fully_masked_rows",),
+        loses=FULLY_MASKED,
     ),
     Variant(
         "leaves NaN in fully masked rows",
         SDPA,
         edits=((".masked_fill(nothing_to_attend, 0.0)", ""),),
-        loses=("test_masked_sdpa_fully_masked_rows",),
+        loses=FULLY_MASKED,
+    ),
+    Variant(
+        "softmax, then zero the fully masked rows: the output is right, the gradients NaN (float masks)",
+        SDPA,
+        edits=((EMPTY_SCORES, ""),),  # the solution at commit c2b2e56: softmax, then masked_fill(rows, 0) alone
+        loses=("test_masked_sdpa_fully_masked_rows_gradients",),
+    ),
+    Variant(
+        "float64 inside and nan_to_num after the softmax: the output is right, the gradients NaN",
+        SDPA,
+        source="""
+def scaled_dot_product_attention(Q, K, V, attn_mask=None, is_causal=False, scale=None):
+    if is_causal and attn_mask is not None:
+        raise ValueError("attn_mask and is_causal are exclusive")
+    scale = Q.shape[-1] ** -0.5 if scale is None else scale
+    q, k, v = Q.double(), K.double(), V.double()
+    bias = torch.zeros(Q.shape[-2], K.shape[-2], dtype=torch.float64, device=Q.device)
+    if is_causal:
+        bias = bias.masked_fill(~torch.ones_like(bias, dtype=torch.bool).tril(), float("-inf"))
+    elif attn_mask is not None:
+        bias = torch.where(attn_mask, 0.0, float("-inf")).double() if attn_mask.dtype == torch.bool else attn_mask.double()
+    weights = torch.softmax(torch.einsum("...qd,...kd->...qk", q, k) * scale + bias, dim=-1)
+    weights = torch.nan_to_num(weights, nan=0.0)          # rows with every key masked: NaN overwritten, NaN gradients
+    return (weights @ v).to(Q.dtype), weights.to(Q.dtype)
+""",
+        loses=("test_masked_sdpa_fully_masked_rows_gradients",),
     ),
     Variant(
         "is_causal aligned bottom-right",
@@ -203,7 +253,7 @@ def sliding_window_mask(T, window):
 """,
     ),
     Variant(
-        "masked attention with a float bias, float64 inside and nan_to_num",
+        "masked attention with a float bias, float64 inside, softmax written out with a guarded denominator",
         SDPA,
         source="""
 def scaled_dot_product_attention(Q, K, V, attn_mask=None, is_causal=False, scale=None):
@@ -216,9 +266,34 @@ def scaled_dot_product_attention(Q, K, V, attn_mask=None, is_causal=False, scale
         bias = bias.masked_fill(~torch.ones_like(bias, dtype=torch.bool).tril(), float("-inf"))
     elif attn_mask is not None:
         bias = torch.where(attn_mask, 0.0, float("-inf")).double() if attn_mask.dtype == torch.bool else attn_mask.double()
-    weights = torch.softmax(torch.einsum("...qd,...kd->...qk", q, k) * scale + bias, dim=-1)
-    weights = torch.nan_to_num(weights, nan=0.0)          # rows with every key masked
+    logits = torch.einsum("...qd,...kd->...qk", q, k) * scale + bias
+    top = logits.amax(dim=-1, keepdim=True).detach()
+    top = torch.where(torch.isfinite(top), top, torch.zeros_like(top))   # a fully masked row has max -inf
+    exps = torch.exp(logits - top)                                        # exactly 0 on masked keys
+    total = exps.sum(dim=-1, keepdim=True)                                # 0 only for a fully masked row
+    weights = exps / torch.where(total > 0, total, torch.ones_like(total))
     return (weights @ v).to(Q.dtype), weights.to(Q.dtype)
+""",
+    ),
+    Variant(
+        "masked attention that replaces the fully masked rows with torch.where",
+        SDPA,
+        source="""
+def scaled_dot_product_attention(Q, K, V, attn_mask=None, is_causal=False, scale=None):
+    if attn_mask is not None and is_causal:
+        raise ValueError("attn_mask or is_causal, not both")
+    scale = 1 / math.sqrt(Q.shape[-1]) if scale is None else scale
+    scores = Q @ K.transpose(-2, -1) * scale
+    if is_causal:
+        attn_mask = causal_mask(Q.shape[-2], K.shape[-2], device=Q.device)
+    if attn_mask is not None and attn_mask.dtype == torch.bool:
+        attn_mask = torch.zeros_like(attn_mask, dtype=scores.dtype).masked_fill(~attn_mask, float("-inf"))
+    if attn_mask is not None:
+        scores = scores + attn_mask
+    empty = (scores == float("-inf")).all(dim=-1, keepdim=True)
+    weights = torch.softmax(torch.where(empty, torch.zeros_like(scores), scores), dim=-1)
+    weights = torch.where(empty, torch.zeros_like(weights), weights)
+    return weights @ V, weights
 """,
     ),
     Variant(
