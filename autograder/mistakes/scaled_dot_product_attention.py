@@ -13,6 +13,7 @@ JAC_RETURN = "return torch.diag_embed(weights) - outer"
 SCORES = "(queries @ W_Q) @ (keys @ W_K).transpose(-2, -1) / math.sqrt(d_k)"
 LOG_WEIGHTS = "torch.log_softmax(scores, dim=-1)"
 LOSS = "loss = -log_weights.gather(-1, target.unsqueeze(-1)).mean()"
+INIT = " / math.sqrt(d_model)).requires_grad_()"
 LEARNS = ("test_matching_loss_is_cross_entropy", "test_matching_attention_learns")
 ALL_JACOBIAN = ("test_softmax_jacobian_matches_autograd", "test_softmax_jacobian_batched", "test_softmax_jacobian_saturated")
 
@@ -118,6 +119,46 @@ MISTAKES = [
         loses=LEARNS,
     ),
     Variant(
+        "train_matching_attention draws W_Q and W_K with unit variance (no 1/sqrt(d_model))",
+        TRAIN,
+        edits=((INIT, ").requires_grad_()"),),
+        loses=("test_matching_init_variance",),
+    ),
+    Variant(
+        "train_matching_attention draws W_Q and W_K with variance 1/d_k instead of 1/d_model",
+        TRAIN,
+        edits=((INIT, INIT.replace("d_model", "d_k")),),
+        loses=("test_matching_init_variance",),
+    ),
+    Variant(
+        "train_matching_attention divides by d_model, not sqrt(d_model) (variance 1/d_model^2)",
+        TRAIN,
+        edits=((INIT, " / d_model).requires_grad_()"),),
+        loses=("test_matching_init_variance",),
+    ),
+    Variant(
+        "train_matching_attention keeps nn.Linear's default init (variance 1/(3 d_model), not 1/d_model)",
+        TRAIN,
+        source="""
+def train_matching_attention(queries, keys, target, d_k, steps, lr=0.05, seed=0):
+    torch.manual_seed(seed)
+    project_q = torch.nn.Linear(queries.shape[-1], d_k, bias=False)
+    project_k = torch.nn.Linear(keys.shape[-1], d_k, bias=False)
+    optimizer = torch.optim.Adam(list(project_q.parameters()) + list(project_k.parameters()), lr=lr)
+    losses = []
+    for _ in range(steps):
+        k = project_k(keys)
+        _, weights = scaled_dot_product_attention(project_q(queries), k, k)
+        loss = -torch.log(torch.gather(weights, 2, target[..., None])).mean()
+        losses.append(float(loss))
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+    return project_q.weight.T.detach(), project_k.weight.T.detach(), torch.tensor(losses)
+""",
+        loses=("test_matching_init_variance",),
+    ),
+    Variant(
         "train_matching_attention never calls optimizer.step()",
         TRAIN,
         edits=(("        optimizer.step()\n", ""),),
@@ -137,19 +178,19 @@ MISTAKES = [
         loses=("test_answer_score_variance",),
     ),
     Variant(
-        "Question 2: thinks the Jacobian levels off",
+        "Question 2: thinks the largest |J| falls from x = 0 on (misses the peak at weight 1/2)",
         "answer_saturated_jacobian",
         source='def answer_saturated_jacobian():\n    return "b"\n',
         loses=("test_answer_saturated_jacobian",),
     ),
     Variant(
-        "Question 2: thinks the Jacobian is 0 because its rows sum to 0",
+        "Question 2: thinks the largest |J| decays like 1/x, not exponentially",
         "answer_saturated_jacobian",
         source='def answer_saturated_jacobian():\n    return "d"\n',
         loses=("test_answer_saturated_jacobian",),
     ),
     Variant(
-        "Question 3: copies the source's printed row",
+        "Question 3: copies the commonly quoted row [0.26, 0.37, 0.37]",
         "answer_happy_am_weights",
         source="def answer_happy_am_weights():\n    return [0.26, 0.37, 0.37]\n",
         loses=("test_answer_happy_am_weights",),
@@ -272,13 +313,15 @@ def train_matching_attention(queries, keys, target, d_k, steps, lr=0.05, seed=0)
 """,
     ),
     Variant(
-        "train_matching_attention with nn.Linear (its own init) and -log of scaled_dot_product_attention's weights",
+        "train_matching_attention with nn.Linear (re-initialised, variance 1/d_model) and -log of scaled_dot_product_attention's weights",
         TRAIN,
         source="""
 def train_matching_attention(queries, keys, target, d_k, steps, lr=0.05, seed=0):
-    torch.manual_seed(seed)
+    g = torch.Generator().manual_seed(seed)
     project_q = torch.nn.Linear(queries.shape[-1], d_k, bias=False)
     project_k = torch.nn.Linear(keys.shape[-1], d_k, bias=False)
+    for layer in (project_q, project_k):
+        torch.nn.init.normal_(layer.weight, std=queries.shape[-1] ** -0.5, generator=g)
     optimizer = torch.optim.Adam(list(project_q.parameters()) + list(project_k.parameters()), lr=lr)
     losses = []
     for _ in range(steps):
@@ -290,6 +333,28 @@ def train_matching_attention(queries, keys, target, d_k, steps, lr=0.05, seed=0)
         loss.backward()
         optimizer.step()
     return project_q.weight.T.detach(), project_k.weight.T.detach(), torch.tensor(losses)
+""",
+    ),
+    Variant(
+        "train_matching_attention with uniform initial entries of variance 1/d_model",
+        TRAIN,
+        source="""
+def train_matching_attention(queries, keys, target, d_k, steps, lr=0.05, seed=0):
+    d_model = queries.shape[-1]
+    g = torch.Generator().manual_seed(seed)
+    bound = math.sqrt(3 / d_model)  # uniform on [-b, b] has variance b^2 / 3
+    W_Q = ((2 * torch.rand(d_model, d_k, generator=g) - 1) * bound).requires_grad_()
+    W_K = ((2 * torch.rand(d_model, d_k, generator=g) - 1) * bound).requires_grad_()
+    optimizer = torch.optim.Adam([W_Q, W_K], lr=lr)
+    losses = []
+    for _ in range(steps):
+        log_weights = torch.log_softmax((queries @ W_Q) @ (keys @ W_K).mT / math.sqrt(d_k), dim=-1)
+        loss = -log_weights.gather(-1, target.unsqueeze(-1)).mean()
+        losses.append(loss.item())
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+    return W_Q.detach(), W_K.detach(), torch.tensor(losses)
 """,
     ),
     Variant(
