@@ -13,6 +13,20 @@ PACKED = "packed_sequence_mask"
 WITHIN = "mask = mask & (position.unsqueeze(-1) >= position.unsqueeze(0))"
 PACKED_TESTS = ("test_packed_sequence_mask", "test_packed_sequence_mask_causal")
 
+# The start of two float64 rewrites (a mistake and a correct variant): the mask as a float bias.
+FLOAT64_BIAS = """
+def scaled_dot_product_attention(Q, K, V, attn_mask=None, is_causal=False, scale=None):
+    if is_causal and attn_mask is not None:
+        raise ValueError("attn_mask and is_causal are exclusive")
+    scale = Q.shape[-1] ** -0.5 if scale is None else scale
+    q, k, v = Q.double(), K.double(), V.double()
+    bias = torch.zeros(Q.shape[-2], K.shape[-2], dtype=torch.float64, device=Q.device)
+    if is_causal:
+        bias = bias.masked_fill(~torch.ones_like(bias, dtype=torch.bool).tril(), float("-inf"))
+    elif attn_mask is not None:
+        bias = torch.where(attn_mask, 0.0, float("-inf")).double() if attn_mask.dtype == torch.bool else attn_mask.double()
+"""
+
 MISTAKES = [
     Variant(
         "causal_mask is always bottom-right",
@@ -93,18 +107,8 @@ def causal_mask(T_q, T_k, bottom_right=False, device=None):
     Variant(
         "float64 inside and nan_to_num after the softmax: the output is right, the gradients NaN",
         SDPA,
-        source="""
-def scaled_dot_product_attention(Q, K, V, attn_mask=None, is_causal=False, scale=None):
-    if is_causal and attn_mask is not None:
-        raise ValueError("attn_mask and is_causal are exclusive")
-    scale = Q.shape[-1] ** -0.5 if scale is None else scale
-    q, k, v = Q.double(), K.double(), V.double()
-    bias = torch.zeros(Q.shape[-2], K.shape[-2], dtype=torch.float64, device=Q.device)
-    if is_causal:
-        bias = bias.masked_fill(~torch.ones_like(bias, dtype=torch.bool).tril(), float("-inf"))
-    elif attn_mask is not None:
-        bias = torch.where(attn_mask, 0.0, float("-inf")).double() if attn_mask.dtype == torch.bool else attn_mask.double()
-    weights = torch.softmax(torch.einsum("...qd,...kd->...qk", q, k) * scale + bias, dim=-1)
+        source=FLOAT64_BIAS
+        + """    weights = torch.softmax(torch.einsum("...qd,...kd->...qk", q, k) * scale + bias, dim=-1)
     weights = torch.nan_to_num(weights, nan=0.0)          # rows with every key masked: NaN overwritten, NaN gradients
     return (weights @ v).to(Q.dtype), weights.to(Q.dtype)
 """,
@@ -255,18 +259,8 @@ def sliding_window_mask(T, window):
     Variant(
         "masked attention with a float bias, float64 inside, softmax written out with a guarded denominator",
         SDPA,
-        source="""
-def scaled_dot_product_attention(Q, K, V, attn_mask=None, is_causal=False, scale=None):
-    if is_causal and attn_mask is not None:
-        raise ValueError("attn_mask and is_causal are exclusive")
-    scale = Q.shape[-1] ** -0.5 if scale is None else scale
-    q, k, v = Q.double(), K.double(), V.double()
-    bias = torch.zeros(Q.shape[-2], K.shape[-2], dtype=torch.float64, device=Q.device)
-    if is_causal:
-        bias = bias.masked_fill(~torch.ones_like(bias, dtype=torch.bool).tril(), float("-inf"))
-    elif attn_mask is not None:
-        bias = torch.where(attn_mask, 0.0, float("-inf")).double() if attn_mask.dtype == torch.bool else attn_mask.double()
-    logits = torch.einsum("...qd,...kd->...qk", q, k) * scale + bias
+        source=FLOAT64_BIAS
+        + """    logits = torch.einsum("...qd,...kd->...qk", q, k) * scale + bias
     top = logits.amax(dim=-1, keepdim=True).detach()
     top = torch.where(torch.isfinite(top), top, torch.zeros_like(top))   # a fully masked row has max -inf
     exps = torch.exp(logits - top)                                        # exactly 0 on masked keys
