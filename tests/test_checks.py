@@ -522,3 +522,25 @@ def test_course_code_uses_only_public_torch(repo_root) -> None:
             if uses:
                 found[name] = uses
     assert found == {}, "private torch modules or attributes; use torch's public API instead"
+
+
+@pytest.mark.parametrize(("t_q", "t_k"), [(3, 3), (2, 5), (5, 2), (1, 4)])
+def test_the_causal_mask_stand_in_is_pytorchs_alignment(t_q: int, t_k: int) -> None:
+    # Notebook 04's tests stand it in for the student's causal_mask: it must agree with SDPA both ways.
+    import torch.nn.functional as F
+    from torch.nn.attention.bias import causal_lower_right
+
+    from course_utils.stand_ins import torch_causal_mask
+
+    q, k, v = torch.randn(t_q, 4), torch.randn(t_k, 4), torch.randn(t_k, 3)
+    top_left = torch_causal_mask(t_q, t_k)
+    torch.testing.assert_close(
+        F.scaled_dot_product_attention(q, k, v, attn_mask=top_left), F.scaled_dot_product_attention(q, k, v, is_causal=True)
+    )
+    with warnings.catch_warnings():  # causal_lower_right warns when T_q > T_k (its first rows see nothing)
+        warnings.simplefilter("ignore")
+        torch.testing.assert_close(
+            F.scaled_dot_product_attention(q, k, v, attn_mask=torch_causal_mask(t_q, t_k, bottom_right=True)),
+            F.scaled_dot_product_attention(q, k, v, attn_mask=causal_lower_right(t_q, t_k)),
+        )
+    assert torch_causal_mask(2, 3, device="meta").device.type == "meta"
