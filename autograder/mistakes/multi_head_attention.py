@@ -19,9 +19,11 @@ FUSED = """        if query is key and key is value:  # self-attention: one fuse
         q, k, v = (split_heads(t, self.num_heads) for t in (q, k, v))"""
 SCORES = "scores = q @ k.transpose(-2, -1) / math.sqrt(self.head_dim)"
 PADDING = 'scores.masked_fill(padding, float("-inf")) if padding.dtype'
+ATTN_MASK = 'scores.masked_fill(attn_mask, float("-inf")) if attn_mask.dtype'
 REPEAT = "K, V = K.repeat_interleave(group, dim=-3), V.repeat_interleave(group, dim=-3)"
-OUTPUTS = ("test_mha_self_attention", "test_mha_cross_attention", "test_mha_key_padding_mask", "test_mha_attn_mask")
+OUTPUTS = ("test_mha_outputs_and_weights", "test_mha_masks")
 SCORE_BYTES = "answer_multihead_score_bytes"
+BUG = "answer_attention_bug"
 LOOKBACK = "answer_lookback_distance"
 KV_BYTES = "answer_kv_cache_bytes"
 GQA_CACHE = "answer_gqa_cache_bytes"
@@ -49,13 +51,25 @@ MISTAKES = [
         "MultiHeadAttention scales by the model width instead of the head width",
         MHA,
         edits=(("math.sqrt(self.head_dim)", "math.sqrt(self.embed_dim)"),),
-        loses=(*OUTPUTS, "test_mha_weights_per_head"),
+        loses=OUTPUTS,
     ),
     Variant(
         "MultiHeadAttention inverts key_padding_mask",
         MHA,
         edits=((PADDING, PADDING.replace("masked_fill(padding", "masked_fill(~padding")),),
-        loses=("test_mha_key_padding_mask",),
+        loses=("test_mha_masks",),
+    ),
+    Variant(
+        "MultiHeadAttention reads a bool attn_mask as SDPA does (True = allowed)",
+        MHA,
+        edits=((ATTN_MASK, ATTN_MASK.replace("masked_fill(attn_mask", "masked_fill(~attn_mask")),),
+        loses=("test_mha_masks",),
+    ),
+    Variant(
+        "MultiHeadAttention keeps an in_proj_bias of zeros when bias=False",
+        MHA,
+        edits=(('self.register_parameter("in_proj_bias", None)', "self.in_proj_bias = nn.Parameter(torch.zeros(3 * embed_dim))"),),
+        loses=("test_mha_parameters", "test_mha_outputs_and_weights"),
     ),
     Variant(
         "MultiHeadAttention forgets the output projection",
@@ -68,6 +82,12 @@ MISTAKES = [
         MHA,
         edits=(("weights.mean(dim=1) if average_attn_weights else weights", "weights"),),
         loses=OUTPUTS,
+    ),
+    Variant(
+        "MultiHeadAttention always averages the weights over heads (ignores average_attn_weights)",
+        MHA,
+        edits=(("weights.mean(dim=1) if average_attn_weights else weights", "weights.mean(dim=1)"),),
+        loses=("test_mha_outputs_and_weights",),
     ),
     Variant(
         "grouped_query_attention uses repeat instead of repeat_interleave",
@@ -115,6 +135,24 @@ MISTAKES = [
         "8 * 1024 * 64 * 4",
         loses=("test_multihead_score_bytes_answer",),
     ),  # T x (D / H) per head
+    answered(
+        "the bug taken to be in the fused projection's split (chunking the features is chunking the weight's rows)",
+        BUG,
+        '"a"',
+        loses=("test_attention_bug_answer",),
+    ),
+    answered(
+        "the bug taken to be the split into heads (view(B, T, H, d).transpose(1, 2) is the right split)",
+        BUG,
+        '"b"',
+        loses=("test_attention_bug_answer",),
+    ),
+    answered(
+        "the bug taken to be the merge (reshape copies a transposed tensor; it does not scramble it)",
+        BUG,
+        '"d"',
+        loses=("test_attention_bug_answer",),
+    ),
     Variant(
         "the look-back distance taken as the period",
         LOOKBACK,
@@ -189,6 +227,7 @@ def grouped_query_attention(Q, K, V, attn_mask=None, is_causal=False, scale=None
     ),
     answered("the score memory as a power of two", SCORE_BYTES, "32 * 2**20"),  # 32 MiB
     answered("the look-back distance as a float", LOOKBACK, "5.0"),
+    answered("the spot-the-bug letter in capitals, with spaces", BUG, '" C "'),
     answered("the KV cache as 2 GiB written out in bytes", KV_BYTES, "2 * 1024**3"),
     answered("the GQA cache rounded to three digits", GQA_CACHE, "1.34e9"),  # 1.25 GiB, rounded; within 1%
     Variant(
