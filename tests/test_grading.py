@@ -169,7 +169,9 @@ def discussion_phrases(assignment: str) -> list[str]:
 
 
 def page_text(page) -> str:
-    return " ".join(unescape(re.sub(r"<[^>]+>", " ", page.read_text(encoding="utf-8"))).split())
+    """The page's words with tags removed; syntax highlighting splits code into tokens, so no space before punctuation."""
+    text = " ".join(unescape(re.sub(r"<[^>]+>", " ", page.read_text(encoding="utf-8"))).split())
+    return re.sub(r" ([,.;:])", r"\1", text)
 
 
 def test_grading_writes_nothing_into_submissions_or_the_repository(graded_class: GradedClass) -> None:

@@ -10,6 +10,7 @@ BANDWIDTH = "answer_bandwidth_limit"
 SLEEPS = "answer_sleeps_output"
 NO_TANH = "answer_additive_without_tanh"
 MAT = "answer_mat_weights"
+SHARED_MAP = "answer_shared_embedding_map"
 SLEEPS_SOFTMAX = "weights = torch.softmax(torch.tensor([0.5, 2.83, 1.0], dtype=torch.float64), dim=0)"
 
 MISTAKES = [
@@ -139,6 +140,24 @@ def answer_mat_weights():
 """,
         loses=("test_answer_mat_weights",),
     ),
+    answered(
+        "shared-embedding map: only the rows checked (map D, one query for all, but the two 'the' columns differ)",
+        SHARED_MAP,
+        '"d"',
+        loses=("test_answer_shared_embedding_map",),
+    ),
+    answered(
+        "shared-embedding map: the clean diagonal of Q = K taken (map B, each position its own vector)",
+        SHARED_MAP,
+        '"b"',
+        loses=("test_answer_shared_embedding_map",),
+    ),
+    answered(
+        "shared-embedding map: the first-token map taken (map A, its rows all look alike)",
+        SHARED_MAP,
+        '"a"',
+        loses=("test_answer_shared_embedding_map",),
+    ),
 ]
 
 CORRECT_VARIANTS = [
@@ -225,4 +244,5 @@ def answer_mat_weights():
 """,
     ),
     answered("mat weights rounded to 4 decimals", MAT, "[0.2119, 0.2119, 0.5761]"),
+    answered("shared-embedding map as an upper-case letter", SHARED_MAP, '"C"'),
 ]
