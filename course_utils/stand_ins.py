@@ -19,4 +19,23 @@ def torch_causal_mask(T_q: int, T_k: int, bottom_right: bool = False, device: to
     return torch.ones(T_q, T_k, dtype=torch.bool, device=device).tril(diagonal=T_k - T_q if bottom_right else 0)
 
 
+def torch_split_heads(x: torch.Tensor, num_heads: int) -> torch.Tensor:
+    """Notebook 05's ``split_heads`` by another route: chunk the features and stack the chunks as heads.
+
+    Returns:
+        [..., H, T, D / H] from x [..., T, D].
+    """
+    return torch.stack(x.chunk(num_heads, dim=-1), dim=-3)
+
+
+def torch_merge_heads(x: torch.Tensor) -> torch.Tensor:
+    """Notebook 05's ``merge_heads`` by another route: the heads' features side by side.
+
+    Returns:
+        [..., T, H * d] from x [..., H, T, d].
+    """
+    return torch.cat(x.unbind(dim=-3), dim=-1)
+
+
 CAUSAL_MASK_STAND_IN = {"causal_mask": torch_causal_mask}
+HEADS_STAND_IN = {"split_heads": torch_split_heads, "merge_heads": torch_merge_heads}

@@ -544,3 +544,15 @@ def test_the_causal_mask_stand_in_is_pytorchs_alignment(t_q: int, t_k: int) -> N
             F.scaled_dot_product_attention(q, k, v, attn_mask=causal_lower_right(t_q, t_k)),
         )
     assert torch_causal_mask(2, 3, device="meta").device.type == "meta"
+
+
+@pytest.mark.parametrize("shape", [(2, 5, 12), (5, 12), (2, 3, 4, 12)])
+def test_the_heads_stand_ins_split_and_merge_as_reshape_and_transpose_do(shape: tuple[int, ...]) -> None:
+    # Notebook 05's tests stand them in for the student's split_heads and merge_heads.
+    from course_utils.stand_ins import torch_merge_heads, torch_split_heads
+
+    x, heads = torch.randn(*shape), 3
+    split = torch_split_heads(x, heads)
+    by_reshape = x.reshape(*shape[:-1], heads, shape[-1] // heads).transpose(-3, -2)
+    assert torch.equal(split, by_reshape) and split.shape == (*shape[:-2], heads, shape[-2], shape[-1] // heads)
+    assert torch.equal(torch_merge_heads(split), x)
