@@ -65,9 +65,7 @@ def heatmap(
         raise ValueError(f"heatmap needs a 2-D matrix, got shape {list(data.shape)}")
     ax = _new_axes(ax, figsize=(0.6 * data.shape[1] + 2.0, 0.5 * data.shape[0] + 1.2))
     colours = plt.get_cmap(cmap).with_extremes(bad="lightgrey")
-    finite = torch.isfinite(data)
-    shown = numpy.ma.masked_invalid(torch.where(finite, data, torch.nan).numpy())
-    image = ax.imshow(shown, cmap=colours, vmin=vmin, vmax=vmax, aspect="auto")
+    image = ax.imshow(numpy.ma.masked_invalid(data.numpy()), cmap=colours, vmin=vmin, vmax=vmax, aspect="auto")
     ax.figure.colorbar(image, ax=ax, fraction=0.046, pad=0.04)
     ax.grid(False)
     rows, cols = data.shape

@@ -8,7 +8,7 @@ import re
 import pytest
 
 from autograder.course import list_assignments
-from autograder.nbgrader_ext.discussion import WITHHELD_NOTE, is_discussion
+from autograder.nbgrader_ext.discussion import WITHHELD_NOTE, discussion_runs, is_discussion
 from autograder.settings import NOTEBOOKS_DIR, SOLUTIONS_DIR
 from course_utils.reference import cell_source
 
@@ -97,5 +97,5 @@ def test_student_notebooks_hold_no_discussion_of_a_graded_question(name: str) ->
         leaked = [line for line in lines if line in student_text]
         assert not leaked, f"{name}: discussion {cell.get('id')} appears in the student version: {leaked[:2]}"
     notes = [c for c in student if cell_source(c) == WITHHELD_NOTE]
-    runs = sum(1 for i, c in enumerate(solution) if is_discussion(c) and not (i and is_discussion(solution[i - 1])))
+    runs = len(discussion_runs(solution))
     assert len(notes) == runs, f"{name}: one note in the student version for each withheld discussion ({len(notes)} != {runs})"
