@@ -416,11 +416,16 @@ def check_no_builtin(
     builtins: Sequence[str],
     label: str | None = None,
     hint: str = "",
+    stand_ins: dict[str, Any] | None = None,
     **kwargs: Any,
 ) -> bool:
-    """``fn`` runs to completion without calling any of ``builtins``."""
+    """``fn`` runs to completion without calling any of ``builtins``.
+
+    ``stand_ins`` replaces the graded helpers ``fn`` calls, as in ``call``: a helper's own use
+    of a built-in is judged on the helper's tests, not on ``fn``'s.
+    """
     label = label or _format_call(fn, args, kwargs)
-    calls = _run_student(fn, args, kwargs, label, forbidden_builtins=tuple(builtins)).forbidden_calls
+    calls = _run_student(fn, args, kwargs, label, forbidden_builtins=tuple(builtins), stand_ins=stand_ins).forbidden_calls
     if calls and not _recording():
         _fail(label, f"calls {sorted(set(calls))}, which this exercise asks you to write yourself", inputs=None, hint=hint)
     return True

@@ -10,6 +10,27 @@ from __future__ import annotations
 import torch
 
 
+def torch_softmax(scores: torch.Tensor, dim: int = -1, temperature: float = 1.0) -> torch.Tensor:
+    """Notebook 01's ``softmax`` by PyTorch: ``torch.softmax(scores / temperature, dim)``, same shape as scores."""
+    return torch.softmax(scores / temperature, dim=dim)
+
+
+def torch_dot_product_scores(Q: torch.Tensor, K: torch.Tensor) -> torch.Tensor:
+    """Notebook 02's ``dot_product_scores``: [..., T_q, T_k] from Q [..., T_q, d] and K [..., T_k, d]."""
+    return Q @ K.transpose(-2, -1)
+
+
+def torch_dot_product_attention(Q: torch.Tensor, K: torch.Tensor, V: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Notebook 02's unscaled ``dot_product_attention`` from matrix products and ``torch.softmax``.
+
+    Returns:
+        (output [..., T_q, d_v], weights [..., T_q, T_k]). Not ``F.scaled_dot_product_attention``,
+        so that a "do not call the built-in" test of the caller cannot trip over the stand-in.
+    """
+    weights = torch.softmax(torch_dot_product_scores(Q, K), dim=-1)
+    return weights @ V, weights
+
+
 def torch_causal_mask(T_q: int, T_k: int, bottom_right: bool = False, device: torch.device | str | None = None) -> torch.Tensor:
     """PyTorch's causal mask: top-left as ``is_causal=True``, bottom-right as ``causal_lower_right``.
 
@@ -37,5 +58,8 @@ def torch_merge_heads(x: torch.Tensor) -> torch.Tensor:
     return torch.cat(x.unbind(dim=-3), dim=-1)
 
 
+SOFTMAX_STAND_IN = {"softmax": torch_softmax}
+SCORES_STAND_IN = {"dot_product_scores": torch_dot_product_scores}
+ATTENTION_STAND_IN = {"dot_product_attention": torch_dot_product_attention}
 CAUSAL_MASK_STAND_IN = {"causal_mask": torch_causal_mask}
 HEADS_STAND_IN = {"split_heads": torch_split_heads, "merge_heads": torch_merge_heads}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import warnings
 
 import pytest
@@ -556,3 +557,45 @@ def test_the_heads_stand_ins_split_and_merge_as_reshape_and_transpose_do(shape: 
     by_reshape = x.reshape(*shape[:-1], heads, shape[-1] // heads).transpose(-3, -2)
     assert torch.equal(split, by_reshape) and split.shape == (*shape[:-2], heads, shape[-2], shape[-1] // heads)
     assert torch.equal(torch_merge_heads(split), x)
+
+
+def _helper_that_uses_the_builtin(x):
+    return torch.softmax(x, dim=-1)
+
+
+def _uses_helper(x):
+    return 2 * _helper_that_uses_the_builtin(x)
+
+
+def test_check_no_builtin_judges_the_function_with_its_helpers_stood_in() -> None:
+    # A helper's own use of a built-in costs points on the helper's tests, not on its caller's.
+    with pytest.raises(AssertionError, match="calls \\['torch.softmax'\\]"):
+        check_no_builtin(_uses_helper, torch.ones(3), builtins=["torch.softmax"])
+    honest = {"_helper_that_uses_the_builtin": lambda x: x.exp() / x.exp().sum()}
+    assert check_no_builtin(_uses_helper, torch.ones(3), builtins=["torch.softmax"], stand_ins=honest)
+    assert _helper_that_uses_the_builtin is globals()["_helper_that_uses_the_builtin"]
+
+
+@pytest.mark.parametrize(("shape_q", "shape_k", "d_v"), [((3, 4), (5, 4), 2), ((2, 3, 4), (2, 6, 4), 5)])
+def test_the_attention_stand_ins_are_sdpa_with_scale_one(shape_q: tuple[int, ...], shape_k: tuple[int, ...], d_v: int) -> None:
+    # Notebooks 01-03 stand these in for the student's softmax, scores and unscaled attention.
+    import torch.nn.functional as F
+
+    from course_utils.stand_ins import torch_dot_product_attention, torch_dot_product_scores, torch_softmax
+
+    q, k = torch.randn(shape_q, dtype=torch.float64), torch.randn(shape_k, dtype=torch.float64)
+    v = torch.randn(*shape_k[:-1], d_v, dtype=torch.float64)
+    output, weights = torch_dot_product_attention(q, k, v)
+    torch.testing.assert_close(output, F.scaled_dot_product_attention(q, k, v, scale=1.0))
+    torch.testing.assert_close(weights.sum(-1), torch.ones(shape_q[:-1], dtype=torch.float64))
+    torch.testing.assert_close(torch_dot_product_scores(q, k), torch.einsum("...qd,...kd->...qk", q, k))
+    scores = torch.tensor([0.0, 2 * math.log(2), 2 * math.log(5)])  # temperature 2 gives weights 1:2:5
+    torch.testing.assert_close(torch_softmax(scores, temperature=2.0), torch.tensor([1.0, 2.0, 5.0]) / 8)
+
+
+def test_the_toy_table_is_fresh_at_every_call() -> None:
+    from course_utils.examples import cat_dog_mat_table
+
+    keys, values = cat_dog_mat_table()
+    keys += 1  # a test that changes its copy changes no other test's
+    assert torch.equal(cat_dog_mat_table()[0], torch.eye(3)) and values.shape == (3, 3)
