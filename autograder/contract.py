@@ -26,6 +26,7 @@ from .course import ASSIGNMENT_NAME
 from .nbgrader_ext.discussion import discussion_runs, is_discussion
 from .nbgrader_ext.showcase import is_showcase
 
+CARRIED_TAG = "carried"  # a function carried over from an earlier notebook: the student pastes their own
 DEFINITIONS = (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 RANDOM_DRAW = re.compile(r"torch\.(randn|rand|randint|randperm)\(")
 
@@ -73,6 +74,8 @@ def problems(path: Path) -> list[str]:
     for cell in filter(is_solution_cell, cells):
         if is_showcase(cell):
             found += _showcase_cell_problems(cell, showcased)
+        elif is_carried(cell):
+            found += _carried_cell_problems(cell, path)
         else:
             found += _solution_cell_problems(cell, graded_functions)
 
@@ -153,6 +156,40 @@ def _solution_cell_problems(cell: dict[str, Any], graded_functions: list[str]) -
                 found.append(f"{where}: {node.name} needs a docstring with its shapes and a Returns section")
             if isinstance(node, ast.ClassDef) and not docstring:
                 found.append(f"{where}: class {node.name} needs a docstring with its shapes")
+    return found
+
+
+def is_carried(cell: dict[str, Any]) -> bool:
+    return CARRIED_TAG in cell.get("metadata", {}).get("tags", [])
+
+
+def _carried_cell_problems(cell: dict[str, Any], path: Path) -> list[str]:
+    """A carried cell holds one graded function of an earlier notebook, which the student pastes in.
+
+    It is graded there, not here: tests of the functions that call it stand a PyTorch version in.
+    """
+    grade_id = nbgrader_meta(cell)["grade_id"]
+    where = f"carried cell {grade_id}"
+    found = [] if nbgrader_meta(cell).get("grade") is False else [f"{where}: is graded in its own notebook, not here"]
+    tree = _parse(cell_source(cell), where, found)
+    if tree is None:
+        return found
+    defined = [node.name for node in tree.body if isinstance(node, ast.FunctionDef)]
+    if defined != [grade_id] or len(tree.body) != 1:
+        found.append(f"{where}: must define the one function {grade_id} and nothing else")
+    this = path.parent.name
+    earlier = [
+        other
+        for other in sorted(path.parent.parent.glob("*/*.ipynb"))
+        if other.parent.name < this
+        and other.stem == other.parent.name
+        and any(
+            nbgrader_meta(c).get("grade_id") == grade_id and is_solution_cell(c) and not is_carried(c)
+            for c in json.loads(other.read_text())["cells"]
+        )
+    ]
+    if not earlier:
+        found.append(f"{where}: no earlier notebook grades a function {grade_id}")
     return found
 
 

@@ -45,3 +45,37 @@ def test_the_contract_rejects_a_graded_cell_that_tests_nothing(tmp_path) -> None
     found = problems(path)
     assert f"test cell {grade_id} (as graded): the last statement must be an assert" in found
     assert f"test cell {grade_id}: must be locked, so students cannot edit the tests" in found
+
+
+def _carried_cell(name: str, code: str) -> dict:
+    return {
+        "cell_type": "code",
+        "id": f"carried-{name}",
+        "metadata": {"tags": ["carried"], "nbgrader": {"grade": False, "grade_id": name, "locked": False, "solution": True}},
+        "source": code,
+        "outputs": [],
+        "execution_count": None,
+    }
+
+
+def test_a_carried_cell_must_hold_a_function_an_earlier_notebook_grades(tmp_path) -> None:
+    first, second = list_assignments()[:2]
+    for name in (first, second):
+        (tmp_path / name).mkdir()
+    (tmp_path / first / f"{first}.ipynb").write_text((SOLUTIONS_DIR / first / f"{first}.ipynb").read_text())
+    notebook = json.loads((SOLUTIONS_DIR / second / f"{second}.ipynb").read_text())
+    body = '    """Returns: the weights."""\n    ### BEGIN SOLUTION\n    return x\n    ### END SOLUTION\n'
+    notebook["cells"][1:1] = [
+        _carried_cell("softmax", "def softmax(x):\n" + body),  # graded in notebook 01: fine
+        _carried_cell("softmax_typo", "def softmax_typo(x):\n" + body),
+        _carried_cell("attention_entropy", "def attention_entropy(x):\n" + body + "\ndef extra():\n    pass\n"),
+    ]
+    path = tmp_path / second / f"{second}.ipynb"
+    path.write_text(json.dumps(notebook))
+    found = problems(path)
+    assert not [p for p in found if "carried cell softmax:" in p]
+    assert "carried cell softmax_typo: no earlier notebook grades a function softmax_typo" in found
+    assert "carried cell attention_entropy: must define the one function attention_entropy and nothing else" in found
+    assert not [p for p in found if "graded function softmax" in p]  # graded in 01, not tested again here
+    (tmp_path / first / f"{first}.ipynb").unlink()  # without the earlier notebook, nothing grades it
+    assert "carried cell softmax: no earlier notebook grades a function softmax" in problems(path)
