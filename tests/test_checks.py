@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 import warnings
 
@@ -523,6 +524,41 @@ def test_course_code_uses_only_public_torch(repo_root) -> None:
             if uses:
                 found[name] = uses
     assert found == {}, "private torch modules or attributes; use torch's public API instead"
+
+
+def _private_attributes(source: str) -> list[str]:
+    """``obj._name`` on anything but ``self``: a private member, whatever type ``obj`` has (``bias._materialize()``)."""
+    import ast
+
+    return [
+        f"{ast.unparse(node.value)}.{node.attr}"
+        for node in ast.walk(ast.parse(source))
+        if isinstance(node, ast.Attribute)
+        and node.attr.startswith("_")
+        and not (node.attr.startswith("__") and node.attr.endswith("__"))
+        and ast.unparse(node.value) != "self"
+    ]
+
+
+def test_the_scan_for_private_attributes_sees_them_on_any_object() -> None:
+    assert _private_attributes("bias = causal_lower_right(2, 3)\nbias._materialize()") == ["bias._materialize"]
+    assert _private_attributes("torch.ones(2)._version") == ["torch.ones(2)._version"]
+    assert _private_attributes("self._cache = x.__class__\nx.shape") == []
+
+
+def test_notebooks_use_only_public_apis(repo_root) -> None:
+    # What students read and copy: no private torch module, and no private member of any object.
+    from course_utils.reference import cell_source
+
+    found = {}
+    for path in sorted((repo_root / "solutions").glob("*/*.ipynb")):
+        for cell in json.loads(path.read_text())["cells"]:
+            if cell["cell_type"] == "code":
+                code = "\n".join(line for line in cell_source(cell).splitlines() if not line.lstrip().startswith(("%", "!")))
+                uses = _private_torch_uses(code) + _private_attributes(code)
+                if uses:
+                    found[f"{path.parent.name} {cell.get('id')}"] = uses
+    assert found == {}, "private APIs in notebook code; use public ones"
 
 
 @pytest.mark.parametrize(("t_q", "t_k"), [(3, 3), (2, 5), (5, 2), (1, 4)])
