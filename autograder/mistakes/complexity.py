@@ -8,9 +8,6 @@ CHUNKED = "chunked_attention"
 CHUNK_LOOP = "for start in range(0, T_q, chunk_size):"
 CAUSAL_ROWS = "torch.arange(start, stop, device=Q.device)[:, None]"
 FIT = "np.polyfit(np.log(x), np.log(y), deg=1)"
-EXERCISE = "answer_exercise_flops"
-SCORE_BYTES = "answer_score_bytes"
-INTENSITY = "answer_score_matmul_intensity"
 BOUND = "answer_tiled_kernel_bound"
 
 MISTAKES = [
@@ -95,57 +92,6 @@ def chunked_attention(Q, K, V, chunk_size, attn_mask=None, is_causal=False, scal
         loses=("test_fit_scaling_exponent_rejects_bad_input",),
     ),
     # The graded questions: the typical slips, each caught by the question's own test.
-    Variant(
-        "the exercise counts a multiply-add as one FLOP",
-        EXERCISE,
-        edits=(("return [multiply_adds, 2 * multiply_adds]", "return [multiply_adds, multiply_adds]"),),
-        loses=("test_exercise_flops_by_hand",),
-    ),
-    Variant(
-        "the exercise counts only QK^T, not PV",
-        EXERCISE,
-        edits=(("multiply_adds = n * n * d + n * n * d", "multiply_adds = n * n * d"),),
-        loses=("test_exercise_flops_by_hand",),
-    ),
-    Variant(
-        "the score bytes counted in bits",
-        SCORE_BYTES,
-        edits=(("return entries * 2 ", "return entries * 16 "),),
-        loses=("test_score_bytes_answer",),
-    ),
-    Variant(
-        "the score bytes forget the heads",
-        SCORE_BYTES,
-        edits=(("entries = 2 * 16 * 4096 * 4096", "entries = 2 * 4096 * 4096"),),
-        loses=("test_score_bytes_answer",),
-    ),
-    answered(
-        "the score bytes as 1 GiB written in decimal gigabytes", SCORE_BYTES, "1_000_000_000", loses=("test_score_bytes_answer",)
-    ),  # "1 GiB" read as 10**9 bytes
-    Variant(
-        "the score bytes in float32, not bfloat16",
-        SCORE_BYTES,
-        edits=(("return entries * 2 ", "return entries * 4 "),),
-        loses=("test_score_bytes_answer",),
-    ),
-    Variant(
-        "the intensity forgets the factor 2 of a multiply-add",
-        INTENSITY,
-        edits=(("flops = 2 * T * T * d", "flops = T * T * d"),),
-        loses=("test_score_matmul_intensity_answer",),
-    ),
-    Variant(
-        "the intensity counts bits instead of bytes",
-        INTENSITY,
-        edits=(("T, d, b = 1024, 128, 2", "T, d, b = 1024, 128, 16"),),
-        loses=("test_score_matmul_intensity_answer",),
-    ),
-    Variant(
-        "the intensity forgets to count writing S",
-        INTENSITY,
-        edits=(("(T * d + T * d + T * T) * b", "(T * d + T * d) * b"),),
-        loses=("test_score_matmul_intensity_answer",),
-    ),
     answered(
         "the tiled kernel called compute-bound (the cap read as above the ridge)", BOUND, '"a"', loses=("test_tiled_kernel_bound_answer",)
     ),
@@ -212,17 +158,6 @@ def fit_scaling_exponent(sizes, costs):
     lx, ly = torch.log2(x), torch.log2(y)
     lx, ly = lx - lx.mean(), ly - ly.mean()
     return ((lx * ly).sum() / (lx * lx).sum()).item()
-""",
-    ),
-    answered("the exercise as floats in scientific notation", EXERCISE, "[1.024e9, 2.048e9]"),
-    answered("the score bytes as a power of two", SCORE_BYTES, "2**30"),  # 2 * 16 * 4096**2 entries = 2**29, 2 bytes each
-    Variant(
-        "the intensity as a rounded float, and in closed form",
-        INTENSITY,
-        source="""
-def answer_score_matmul_intensity():
-    T, d, b = 1024, 128, 2
-    return round(2 * T * d / (b * (T + 2 * d)), 1)
 """,
     ),
     answered("the bound as an upper-case letter with spaces", BOUND, '" B "'),

@@ -7,11 +7,8 @@ from .variant import Variant, answered
 PAIRS = "projected_q.unsqueeze(-2) + projected_k.unsqueeze(-3)"
 WEIGHTS = "weights = torch.softmax(dot_product_scores(Q, K), dim=-1)"
 BANDWIDTH = "answer_bandwidth_limit"
-SLEEPS = "answer_sleeps_output"
 NO_TANH = "answer_additive_without_tanh"
-MAT = "answer_mat_weights"
 SHARED_MAP = "answer_shared_embedding_map"
-SLEEPS_SOFTMAX = "weights = torch.softmax(torch.tensor([0.5, 2.83, 1.0], dtype=torch.float64), dim=0)"
 
 MISTAKES = [
     Variant(
@@ -86,25 +83,6 @@ MISTAKES = [
         loses=("test_answer_bandwidth_limit",),
     ),
     Variant(
-        "sleeps output from the commonly quoted rounded weights [0.1, 0.7, 0.2]",
-        SLEEPS,
-        edits=((SLEEPS_SOFTMAX, "weights = torch.tensor([0.1, 0.7, 0.2], dtype=torch.float64)"),),
-        loses=("test_answer_sleeps_output",),
-    ),
-    Variant(
-        "sleeps output with the scores normalised by their sum (no exp)",
-        SLEEPS,
-        edits=((SLEEPS_SOFTMAX, "weights = torch.tensor([0.5, 2.83, 1.0], dtype=torch.float64) / 4.33"),),
-        loses=("test_answer_sleeps_output",),
-    ),
-    answered("sleeps output as hard attention (the value of cat)", SLEEPS, "[0.5, 0.6]", loses=("test_answer_sleeps_output",)),
-    answered(
-        "sleeps: the weights given instead of the output (3 numbers)",
-        SLEEPS,
-        "[0.0774, 0.7951, 0.1275]",
-        loses=("test_answer_sleeps_output",),
-    ),
-    Variant(
         "additive without tanh: believed to change nothing",
         NO_TANH,
         edits=(('return "b"', 'return "a"'),),
@@ -115,30 +93,6 @@ MISTAKES = [
         NO_TANH,
         edits=(('return "b"', 'return "d"'),),
         loses=("test_answer_additive_without_tanh",),
-    ),
-    answered("mat weights as commonly quoted, [0.18, 0.18, 0.64]", MAT, "[0.18, 0.18, 0.64]", loses=("test_answer_mat_weights",)),
-    Variant(
-        "mat weights with a 1/sqrt(2) scale (this notebook is unscaled)",
-        MAT,
-        source="""
-def answer_mat_weights():
-    import math
-    e = math.exp(1 / math.sqrt(2))
-    return [e / (2 * e + e**2), e / (2 * e + e**2), e**2 / (2 * e + e**2)]
-""",
-        loses=("test_answer_mat_weights",),
-    ),
-    answered("mat weights as the scores divided by their sum (no exp)", MAT, "[0.25, 0.25, 0.5]", loses=("test_answer_mat_weights",)),
-    Variant(
-        "mat weights normalised over the queries (the column of each key)",
-        MAT,
-        source="""
-def answer_mat_weights():
-    import math
-    e = math.e
-    return [e / (2 * e + 1), e / (2 * e + 1), e**2 / (2 * e + e**2)]
-""",
-        loses=("test_answer_mat_weights",),
     ),
     answered(
         "shared-embedding map: only the rows checked (map D, one query for all, but the two 'the' columns differ)",
@@ -212,37 +166,6 @@ def dot_product_attention(Q, K, V):
 """,
     ),
     answered("bandwidth limit as an upper-case letter with spaces", BANDWIDTH, '" B "'),
-    Variant(
-        "sleeps output computed step by step with math.exp, rounded to 3 decimals",
-        SLEEPS,
-        source="""
-def answer_sleeps_output():
-    import math
-    exps = [math.exp(s) for s in (0.5, 2.83, 1.0)]
-    weights = [x / sum(exps) for x in exps]
-    values = [[0.1, 0.2], [0.5, 0.6], [0.3, 0.4]]
-    return [round(sum(w * v[i] for w, v in zip(weights, values)), 3) for i in range(2)]
-""",
-    ),
-    Variant(
-        "sleeps output as a float32 tensor, with the unrounded score 4/sqrt(2)",
-        SLEEPS,
-        source="""
-def answer_sleeps_output():
-    weights = torch.softmax(torch.tensor([0.5, 4 / 2 ** 0.5, 1.0]), dim=0)
-    return weights @ torch.tensor([[0.1, 0.2], [0.5, 0.6], [0.3, 0.4]])
-""",
-    ),
     answered("additive without tanh as an upper-case letter", NO_TANH, '"B"'),
-    Variant(
-        "mat weights from torch.softmax, as a tensor",
-        MAT,
-        source="""
-def answer_mat_weights():
-    X = torch.tensor([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])
-    return torch.softmax(X @ X.T, dim=-1)[2]
-""",
-    ),
-    answered("mat weights rounded to 4 decimals", MAT, "[0.2119, 0.2119, 0.5761]"),
     answered("shared-embedding map as an upper-case letter", SHARED_MAP, '"C"'),
 ]

@@ -12,6 +12,8 @@ FULLY_MASKED = ("test_masked_sdpa_fully_masked_rows", "test_masked_sdpa_fully_ma
 PACKED = "packed_sequence_mask"
 WITHIN = "mask = mask & (position.unsqueeze(-1) >= position.unsqueeze(0))"
 PACKED_TESTS = ("test_packed_sequence_mask", "test_packed_sequence_mask_causal")
+LEFT = "return [(1 + 2 + 3) + (1 + 2), 2 + 3]"  # answer_left_padding_causal_counts: [9, 5]
+LEFT_TEST = ("test_answer_left_padding_causal_counts",)
 
 # The start of two float64 rewrites (a mistake and a correct variant): the mask as a float bias.
 FLOAT64_BIAS = """
@@ -225,6 +227,43 @@ def packed_sequence_mask(lengths, causal=False):
         edits=(("return 3 / (math.e + 3)", "return math.e / (math.e + 3)"),),
         loses=("test_answer_float_mask_future_weight",),
     ),
+    # answer_left_padding_causal_counts: lengths 3 and 2, LEFT-padded to 5, padding (keys) & causal: [9, 5]
+    Variant(
+        "left padding & causal: right padding assumed (real tokens first), so no row is empty",
+        "answer_left_padding_causal_counts",
+        edits=((LEFT, "return [(1 + 2 + 3 + 3 + 3) + (1 + 2 + 2 + 2 + 2), 0]"),),
+        loses=LEFT_TEST,
+    ),
+    Variant(
+        "left padding & causal: the padding masks the query rows instead of the keys",
+        "answer_left_padding_causal_counts",
+        edits=((LEFT, "return [(3 + 4 + 5) + (4 + 5), 2 + 3]"),),
+        loses=LEFT_TEST,
+    ),
+    Variant(
+        "left padding & causal: the causal part forgotten (every query reads every real key)",
+        "answer_left_padding_causal_counts",
+        edits=((LEFT, "return [5 * 3 + 5 * 2, 0]"),),
+        loses=LEFT_TEST,
+    ),
+    Variant(
+        "left padding & causal: the padding forgotten (two causal triangles)",
+        "answer_left_padding_causal_counts",
+        edits=((LEFT, "return [15 + 15, 0]"),),
+        loses=LEFT_TEST,
+    ),
+    Variant(
+        "left padding & causal: a pad query still sees itself, so no row is empty",
+        "answer_left_padding_causal_counts",
+        edits=((LEFT, "return [(1 + 2 + 3) + (1 + 2) + 2 + 3, 0]"),),
+        loses=LEFT_TEST,
+    ),
+    Variant(
+        "left padding & causal: the right numbers in the wrong order",
+        "answer_left_padding_causal_counts",
+        edits=((LEFT, "return [2 + 3, (1 + 2 + 3) + (1 + 2)]"),),
+        loses=LEFT_TEST,
+    ),
 ]
 
 CORRECT_VARIANTS = [
@@ -327,4 +366,16 @@ def packed_sequence_mask(lengths, causal=False):
     Variant(
         "future weight rounded to three digits", "answer_float_mask_future_weight", edits=(("return 3 / (math.e + 3)", "return 0.525"),)
     ),
+    Variant("left padding counts as plain numbers", "answer_left_padding_causal_counts", edits=((LEFT, "return [9, 5]"),)),
+    Variant(
+        "left padding counts computed with torch, as a tensor",
+        "answer_left_padding_causal_counts",
+        source="""
+def answer_left_padding_causal_counts():
+    real = torch.arange(5) >= 5 - torch.tensor([3, 2])[:, None]
+    mask = real[:, None, :] & torch.ones(5, 5, dtype=torch.bool).tril()
+    return torch.stack([mask.sum(), (~mask.any(dim=-1)).sum()])
+""",
+    ),
+    Variant("left padding counts as a tuple of floats", "answer_left_padding_causal_counts", edits=((LEFT, "return (9.0, 5.0)"),)),
 ]

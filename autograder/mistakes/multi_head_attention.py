@@ -22,10 +22,8 @@ PADDING = 'scores.masked_fill(padding, float("-inf")) if padding.dtype'
 ATTN_MASK = 'scores.masked_fill(attn_mask, float("-inf")) if attn_mask.dtype'
 REPEAT = "K, V = K.repeat_interleave(group, dim=-3), V.repeat_interleave(group, dim=-3)"
 OUTPUTS = ("test_mha_outputs_and_weights", "test_mha_masks")
-SCORE_BYTES = "answer_multihead_score_bytes"
 BUG = "answer_attention_bug"
 LOOKBACK = "answer_lookback_distance"
-KV_BYTES = "answer_kv_cache_bytes"
 GQA_CACHE = "answer_gqa_cache_bytes"
 
 MISTAKES = [
@@ -117,24 +115,6 @@ MISTAKES = [
         loses=("test_kv_cache_decoding",),
     ),
     # Graded questions.
-    Variant(
-        "the score memory of one head only (the heads 'cost the same')",
-        SCORE_BYTES,
-        edits=(("return H * T * T * 4 ", "return T * T * 4 "),),
-        loses=("test_multihead_score_bytes_answer",),
-    ),
-    Variant(
-        "the score memory counted in entries, not bytes",
-        SCORE_BYTES,
-        edits=(("return H * T * T * 4 ", "return H * T * T "),),
-        loses=("test_multihead_score_bytes_answer",),
-    ),
-    answered(
-        "the score matrix taken as [T, d] per head instead of [T, T]",
-        SCORE_BYTES,
-        "8 * 1024 * 64 * 4",
-        loses=("test_multihead_score_bytes_answer",),
-    ),  # T x (D / H) per head
     answered(
         "the bug taken to be in the fused projection's split (chunking the features is chunking the weight's rows)",
         BUG,
@@ -160,25 +140,6 @@ MISTAKES = [
         loses=("test_lookback_distance_answer",),
     ),
     answered("the look-back distance copied from the plot (period 4)", LOOKBACK, "3", loses=("test_lookback_distance_answer",)),
-    Variant(
-        "the KV cache without the factor 2 for keys and values",
-        KV_BYTES,
-        edits=(("return 2 * layers * H_kv * d * T * bytes_per ", "return layers * H_kv * d * T * bytes_per "),),
-        loses=("test_kv_cache_bytes_answer",),
-    ),
-    Variant(
-        "the KV cache of one layer only",
-        KV_BYTES,
-        edits=(("return 2 * layers * H_kv * d * T * bytes_per ", "return 2 * H_kv * d * T * bytes_per "),),
-        loses=("test_kv_cache_bytes_answer",),
-    ),
-    Variant(
-        "the KV cache counted in numbers, not bytes",
-        KV_BYTES,
-        edits=(("return 2 * layers * H_kv * d * T * bytes_per ", "return 2 * layers * H_kv * d * T "),),
-        loses=("test_kv_cache_bytes_answer",),
-    ),
-    answered("the KV cache in GiB instead of bytes", KV_BYTES, "2", loses=("test_kv_cache_bytes_answer",)),  # GiB
     Variant(
         "the GQA cache counted with the query heads (H_q instead of H_kv)",
         GQA_CACHE,
@@ -225,10 +186,8 @@ def grouped_query_attention(Q, K, V, attn_mask=None, is_causal=False, scale=None
     return torch.einsum("bkgts,bksd->bkgtd", torch.softmax(scores, dim=-1), V).reshape(B, H_q, T, d)
 """,
     ),
-    answered("the score memory as a power of two", SCORE_BYTES, "32 * 2**20"),  # 32 MiB
     answered("the look-back distance as a float", LOOKBACK, "5.0"),
     answered("the spot-the-bug letter in capitals, with spaces", BUG, '" C "'),
-    answered("the KV cache as 2 GiB written out in bytes", KV_BYTES, "2 * 1024**3"),
     answered("the GQA cache rounded to three digits", GQA_CACHE, "1.34e9"),  # 1.25 GiB, rounded; within 1%
     Variant(
         "the GQA cache as MHA's divided by the group size",

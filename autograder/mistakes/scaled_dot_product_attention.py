@@ -7,6 +7,29 @@ from .variant import Variant
 DEFAULT = "1.0 / math.sqrt(Q.shape[-1])"
 SOFTMAX = "weights = torch.softmax(scores, dim=-1)"
 CELL = "scaled_dot_product_attention"
+CARRIED = "dot_product_attention"  # notebook 02's function, pasted in: stood in by PyTorch's in every test here
+CALL = "return dot_product_attention(Q * scale, K, V)"
+# The same function written out in full (scores, softmax, weighted values): a correct variant, and the
+# text the mistakes made inside that formula edit.
+WRITTEN_OUT = """
+def scaled_dot_product_attention(Q, K, V, scale=None):
+    if scale is None:
+        scale = 1.0 / math.sqrt(Q.shape[-1])
+    scores = (Q @ K.transpose(-2, -1)) * scale
+    weights = torch.softmax(scores, dim=-1)
+    return weights @ V, weights
+"""
+
+
+def written_out(*edits: tuple[str, str]) -> str:
+    """WRITTEN_OUT with each (old, new) edit applied; fails if an edit no longer matches."""
+    text = WRITTEN_OUT
+    for old, new in edits:
+        assert old in text, old
+        text = text.replace(old, new)
+    return text
+
+
 JACOBIAN = "softmax_jacobian"
 TRAIN = "train_matching_attention"
 JAC_RETURN = "return torch.diag_embed(weights) - outer"
@@ -40,7 +63,7 @@ MISTAKES = [
     Variant(
         "takes the softmax over the queries",
         CELL,
-        edits=((SOFTMAX, SOFTMAX.replace("dim=-1", "dim=-2")),),
+        source=written_out((SOFTMAX, SOFTMAX.replace("dim=-1", "dim=-2"))),
         loses=(
             "test_sdpa_softmax_over_keys",
             "test_sdpa_worked_example",
@@ -55,22 +78,38 @@ MISTAKES = [
     Variant(
         "uses K.T on batched tensors",
         CELL,
-        edits=(("K.transpose(-2, -1)", "K.T"),),
+        source=written_out(("K.transpose(-2, -1)", "K.T")),
         loses=("test_sdpa_batched", "test_sdpa_matches_builtin"),
     ),
     Variant(
         "writes its own softmax without subtracting the max",
         CELL,
-        edits=((SOFTMAX, "weights = scores.exp() / scores.exp().sum(dim=-1, keepdim=True)"),),
+        source=written_out((SOFTMAX, "weights = scores.exp() / scores.exp().sum(dim=-1, keepdim=True)")),
         loses=("test_sdpa_large_inputs",),
     ),
     Variant(
         "calls F.scaled_dot_product_attention for the output",
         CELL,
-        edits=(("return weights @ V, weights", "return F.scaled_dot_product_attention(Q, K, V, scale=scale), weights"),),
+        source=written_out(("return weights @ V, weights", "return F.scaled_dot_product_attention(Q, K, V, scale=scale), weights")),
         loses=("test_sdpa_no_builtin",),
     ),
-    Variant("detaches the weights from the graph", CELL, edits=((SOFTMAX, SOFTMAX + ".detach()"),), loses=("test_sdpa_gradients",)),
+    Variant(
+        "detaches the weights from the graph", CELL, source=written_out((SOFTMAX, SOFTMAX + ".detach()")), loses=("test_sdpa_gradients",)
+    ),
+    Variant(
+        "scales the keys as well as the queries (the scale counted twice)",
+        CELL,
+        edits=((CALL, "return dot_product_attention(Q * scale, K * scale, V)"),),
+        loses=(
+            "test_sdpa_scale_by_sqrt_dk",
+            "test_sdpa_scale_argument",
+            "test_sdpa_worked_example",
+            "test_sdpa_matches_builtin",
+            "test_sdpa_softmax_over_keys",
+            "test_sdpa_batched",
+            "test_sdpa_gradients",
+        ),
+    ),
     # softmax_jacobian
     Variant(
         "softmax_jacobian forgets the diagonal term (only -a a^T)", JACOBIAN, edits=((JAC_RETURN, "return -outer"),), loses=ALL_JACOBIAN
@@ -190,34 +229,60 @@ def train_matching_attention(queries, keys, target, d_k, steps, lr=0.05, seed=0)
         loses=("test_answer_saturated_jacobian",),
     ),
     Variant(
-        "Question 3: copies the commonly quoted row [0.26, 0.37, 0.37]",
-        "answer_happy_am_weights",
-        source="def answer_happy_am_weights():\n    return [0.26, 0.37, 0.37]\n",
-        loses=("test_answer_happy_am_weights",),
+        "Question 3: picks map A, the one scaled by 1/sqrt(d_k) (a favourite key, not one-hot)",
+        "answer_unscaled_map",
+        source='def answer_unscaled_map():\n    return "a"\n',
+        loses=("test_answer_unscaled_map",),
     ),
     Variant(
-        "Question 3: forgets the 1/sqrt(d_k) scale",
-        "answer_happy_am_weights",
-        source="""
-def answer_happy_am_weights():
-    E = torch.tensor([[0.1, 0.2, 0.3], [0.4, 0.5, 0.6], [0.7, 0.8, 0.9]])
-    return torch.softmax(E @ E.T, dim=-1)[1].tolist()
-""",
-        loses=("test_answer_happy_am_weights",),
-    ),
-    Variant(
-        "Question 3: answers with the row of 'I'",
-        "answer_happy_am_weights",
-        source="""
-def answer_happy_am_weights():
-    E = torch.tensor([[0.1, 0.2, 0.3], [0.4, 0.5, 0.6], [0.7, 0.8, 0.9]])
-    return torch.softmax(E @ E.T / math.sqrt(3), dim=-1)[0].tolist()
-""",
-        loses=("test_answer_happy_am_weights",),
+        "Question 3: picks map C, the nearly uniform one scaled by 1/d_k",
+        "answer_unscaled_map",
+        source='def answer_unscaled_map():\n    return "c"\n',
+        loses=("test_answer_unscaled_map",),
     ),
 ]
 
 CORRECT_VARIANTS = [
+    # Each round of correct variants takes the i-th variant of every cell (tests/conftest.py), so the
+    # carried cell's i-th variant meets the i-th of scaled_dot_product_attention: both of these call it.
+    Variant(
+        "scaled_dot_product_attention scales the keys instead of the queries, then calls dot_product_attention",
+        CELL,
+        source="""
+def scaled_dot_product_attention(Q, K, V, scale=None):
+    scale = Q.shape[-1] ** -0.5 if scale is None else scale
+    return dot_product_attention(Q, scale * K, V)
+""",
+    ),
+    Variant(
+        "the carried dot_product_attention left as the stub (notebook 02 grades it; PyTorch's stands in here)",
+        CARRIED,
+        source="""
+def dot_product_attention(Q, K, V):
+    # YOUR CODE HERE
+    raise NotImplementedError()
+""",
+    ),
+    Variant(
+        "scaled_dot_product_attention divides the queries by sqrt(d_k), then calls dot_product_attention",
+        CELL,
+        source="""
+def scaled_dot_product_attention(Q, K, V, scale=None):
+    if scale is None:
+        return dot_product_attention(Q / math.sqrt(Q.shape[-1]), K, V)
+    return dot_product_attention(Q * scale, K, V)
+""",
+    ),
+    Variant(
+        "the carried dot_product_attention is wrong (softmax over the queries): it costs nothing here",
+        CARRIED,
+        source="""
+def dot_product_attention(Q, K, V):
+    weights = torch.softmax(Q @ K.transpose(-2, -1), dim=-2)
+    return weights @ V, weights
+""",
+    ),
+    Variant("scaled_dot_product_attention written out in full: matmul, scale, torch.softmax, @ V", CELL, source=WRITTEN_OUT),
     Variant(
         "scaled_dot_product_attention with einsum",
         CELL,
@@ -374,11 +439,11 @@ def answer_saturated_jacobian():
 """,
     ),
     Variant(
-        "Question 3 rounded to 4 places, as a tuple",
-        "answer_happy_am_weights",
+        "Question 3 in capitals, with spaces",
+        "answer_unscaled_map",
         source="""
-def answer_happy_am_weights():
-    return (0.2514, 0.3260, 0.4227)
+def answer_unscaled_map():
+    return " B "
 """,
     ),
 ]
