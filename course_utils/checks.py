@@ -559,6 +559,23 @@ def random_tensor(
     return (torch.randn(*shape, generator=generator, dtype=torch.float64) * scale).to(dtype)
 
 
+def nan_padded(tensor: torch.Tensor, *pad: int) -> torch.Tensor:
+    """``tensor`` as a view into a larger buffer whose extra elements are NaN.
+
+    ``pad`` gives the extra size of the last ``len(pad)`` dimensions: ``nan_padded(Q, 16, 8)`` of a
+    ``[B, H, T, d]`` tensor lives in a ``[B, H, T + 16, d + 8]`` buffer. A kernel that loads past the
+    view's end (a missing load mask) reads NaN, and NaN reaches its output: zero-filled memory
+    there would hide the missing mask.
+    """
+    shape = list(tensor.shape)
+    for offset, extra in enumerate(pad, start=len(shape) - len(pad)):
+        shape[offset] += extra
+    buffer = torch.full(shape, float("nan"), dtype=tensor.dtype, device=tensor.device)
+    view = buffer[tuple(slice(0, size) for size in tensor.shape)]
+    view.copy_(tensor)
+    return view
+
+
 def random_shape(seed: int, ndim: int, low: int = 1, high: int = 7) -> tuple[int, ...]:
     """A reproducible random shape with ``ndim`` sizes in ``[low, high)``."""
     generator = torch.Generator().manual_seed(10_000 + seed)
@@ -694,23 +711,15 @@ def check_answer(
     return True
 
 
-def check_builds_for_gpu(
-    launcher: Callable[..., Any],
-    *args: Any,
-    arch: str = "sm_90",
-    label: str | None = None,
-    hint: str = "",
-    **kwargs: Any,
-) -> bool:
-    """Every kernel ``launcher(*args, **kwargs)`` starts compiles for a real GPU (``sm_90``: an H100).
+def _gpu_builds(
+    launcher: Callable[..., Any], args: Sequence[Any], kwargs: dict[str, Any], arch: str, label: str, hint: str
+) -> list[dict[str, Any]] | None:
+    """Every kernel ``launcher(*args, **kwargs)`` starts, compiled for ``arch``, as plain data; each one built.
 
-    Nothing runs: the launches are captured and compiled ahead of time (``course_utils.kernels``).
-    The interpreter that grades the kernels accepts code no GPU compiler does (``break``,
-    ``continue``, ``raise``, a Python call), so this is the only check that sees it.
+    None in the sealed run, where nothing is compared (the trusted replay sees the builds).
     """
     from .kernels import ARCHES, STUB_LINE, launcher_builds
 
-    label = label or _format_call(launcher, args, kwargs)
     gpu = {"sm_80": "an A100", "sm_90": "an H100"}.get(arch, arch)
 
     def compile_instead(student: Callable[..., Any]) -> Callable[..., Any]:
@@ -720,7 +729,7 @@ def check_builds_for_gpu(
     if outcome.kind == "raised":
         _fail(label, f"raised {outcome.error_type} before any kernel was compiled: {outcome.message}", inputs=None, hint=hint)
     if _recording():
-        return True
+        return None
     builds = outcome.value
     if arch not in ARCHES or not isinstance(builds, list) or not builds:
         _fail(
@@ -743,4 +752,62 @@ def check_builds_for_gpu(
             or "GPU kernels have no break, continue, raise or return inside loops, and call only "
             "tl.* functions and other @triton.jit functions; write loop exits as masks or loop bounds",
         )
+    return [build for build in builds if isinstance(build, dict)]
+
+
+def check_builds_for_gpu(
+    launcher: Callable[..., Any],
+    *args: Any,
+    arch: str = "sm_90",
+    label: str | None = None,
+    hint: str = "",
+    **kwargs: Any,
+) -> bool:
+    """Every kernel ``launcher(*args, **kwargs)`` starts compiles for a real GPU (``sm_90``: an H100).
+
+    Nothing runs: the launches are captured and compiled ahead of time (``course_utils.kernels``).
+    The interpreter that grades the kernels accepts code no GPU compiler does (``break``,
+    ``continue``, ``raise``, a Python call), so this is the only check that sees it.
+    """
+    _gpu_builds(launcher, args, kwargs, arch, label or _format_call(launcher, args, kwargs), hint)
+    return True
+
+
+KERNEL_OPS = {"loads": "reads a block of memory (tl.load)", "dots": "multiplies two blocks (tl.dot)"}
+
+
+def check_kernel_ops(
+    launcher: Callable[..., Any],
+    *args: Any,
+    most: dict[str, dict[str, int]],
+    label: str | None = None,
+    hint: str = "",
+    **kwargs: Any,
+) -> bool:
+    """The kernels ``launcher`` starts read memory and multiply blocks in no more places than the idea needs.
+
+    ``most`` maps a kernel's name to the most ``loads`` and ``dots`` its code may hold, counted in
+    Triton's IR after compiling for an H100 (loops are not unrolled there, so a loop body counts
+    once however often it runs). A softmax that walks a row three times holds three loads of it
+    where the online softmax holds two; a forward pass that walks the keys twice holds three
+    products where one pass holds two. A kernel this launcher does not start fails the check.
+    """
+    label = label or _format_call(launcher, args, kwargs)
+    builds = _gpu_builds(launcher, args, kwargs, "sm_90", label, hint)
+    if builds is None:
+        return True
+    for kernel, limits in most.items():
+        found = [build for build in builds if build.get("kernel") == kernel]
+        if not found:
+            _fail(label, f"did not start the kernel {kernel}", inputs=None, hint="keep the given launcher and the kernel's name")
+        for build in found:
+            for op, limit in limits.items():
+                count = build.get(op)
+                if not isinstance(count, int) or count > limit:
+                    _fail(
+                        label,
+                        f"{kernel} {KERNEL_OPS[op]} in {count} places in its code; the idea needs at most {limit}",
+                        inputs=None,
+                        hint=hint,
+                    )
     return True

@@ -77,6 +77,7 @@ def build(job: dict[str, Any]) -> dict[str, Any]:
     ptx = compiled.asm["ptx"]
     registers, spilled = _ptxas_report(ptx, job["arch"])
     mma = "wgmma" if "wgmma" in ptx else ("mma" if re.search(r"\bmma\.sync", ptx) else "")
+    ttir = compiled.asm["ttir"]  # Triton's own IR, before any GPU lowering: one op per load or dot in the source
     return {
         **result,
         "compiled": True,
@@ -84,6 +85,8 @@ def build(job: dict[str, Any]) -> dict[str, Any]:
         "spilled_bytes": spilled,
         "shared_bytes": int(compiled.metadata.shared),
         "mma": mma,
+        "loads": len(re.findall(r"\btt\.(?:descriptor_)?load\b", ttir)),
+        "dots": len(re.findall(r"\btt\.dot\b", ttir)),
     }
 
 

@@ -198,6 +198,10 @@ class GpuBuild:
     spilled_bytes: int | None = None  # spill stores: registers that did not fit, moved to slow local memory
     shared_bytes: int | None = None
     mma: str = ""  # "wgmma", "mma" or "" (no tensor-core matrix product)
+    # Places in the kernel's code (Triton IR, loops not unrolled) that read a block of memory, and
+    # that multiply two blocks: how many passes a kernel makes, whatever its loops look like.
+    loads: int | None = None
+    dots: int | None = None
     config: dict[str, int] = field(default_factory=dict)  # the block sizes, warps and stages built
 
     @property

@@ -635,3 +635,40 @@ def test_the_toy_table_is_fresh_at_every_call() -> None:
     keys, values = cat_dog_mat_table()
     keys += 1  # a test that changes its copy changes no other test's
     assert torch.equal(cat_dog_mat_table()[0], torch.eye(3)) and values.shape == (3, 3)
+
+
+def test_nan_padded_is_a_view_with_nan_past_its_end():
+    from course_utils.checks import nan_padded
+
+    x = torch.randn(2, 3, 5, 4)
+    view = nan_padded(x, 3, 2)
+    torch.testing.assert_close(view, x)
+    assert view.stride() == (3 * 8 * 6, 8 * 6, 6, 1)  # rows of 6, 8 rows per head: the buffer's strides
+    buffer = torch.as_strided(view, (2, 3, 8, 6), view.stride())
+    assert buffer[..., 5:, :].isnan().all() and buffer[..., :5, 4:].isnan().all()
+
+
+def test_one_shot_blocks_refill_one_buffer():
+    from course_utils.streams import one_shot_blocks
+
+    x = torch.arange(10.0).view(1, 10)
+    assert [b.tolist() for b in one_shot_blocks(x, 4)] == [[[0.0, 1.0, 2.0, 3.0]], [[4.0, 5.0, 6.0, 7.0]], [[8.0, 9.0]]]
+    kept = list(one_shot_blocks(x, 4))  # a two-pass reader that keeps the blocks sees the last one everywhere
+    assert kept[0].tolist() == [[8.0, 9.0, 6.0, 7.0]] and kept[1].data_ptr() == kept[0].data_ptr()
+    stream = one_shot_blocks(x, 4)
+    list(stream)
+    assert list(stream) == []  # read once
+    with pytest.raises(ValueError, match="at least 1"):
+        next(one_shot_blocks(x, 0))
+
+
+def test_visited_tiles_count_the_causal_triangle():
+    from course_utils.flops import tiled_attention_flops, visited_tiles
+
+    assert len(visited_tiles(128, 128, 32, 32)) == 16
+    assert len(visited_tiles(128, 128, 32, 32, is_causal=True)) == 10  # 4 + 3 + 2 + 1: on or below the diagonal
+    assert visited_tiles(16, 256, 16, 16, is_causal=True) == [(16, 16)]  # a short query block needs one key tile
+    assert visited_tiles(40, 24, 16, 16, is_causal=True) == [(16, 16), (16, 16), (16, 8), (8, 16), (8, 8)]  # rows 0-15 need keys 0-15 only
+    assert sum(r * c for r, c in visited_tiles(37, 53, 8, 16)) == 37 * 53  # ragged tiles cover the matrix once
+    assert tiled_attention_flops(6, visited_tiles(40, 40, 16, 16), 16) == 4 * 6 * 40 * 40 * 16
+    assert tiled_attention_flops(6, visited_tiles(40, 40, 16, 16), 16, backward=True) == 10 * 6 * 40 * 40 * 16

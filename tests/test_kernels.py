@@ -232,3 +232,57 @@ def test_every_tile_the_fast_kernel_may_pick_compiles_without_spills(solution, a
         assert build.compiled, build.summary
         assert build.spilled_bytes == 0, f"{build.summary} with {build.config}"
     assert {build.mma for build in builds} == {"wgmma" if arch == "sm_90" else "mma"}
+
+
+def _row_softmax_launcher(kernel):
+    from course_utils.kernels import launch
+
+    def softmax(x):
+        out = torch.empty_like(x)
+        launch(kernel, (x.shape[0],), x, out, x.shape[1], x.stride(0), BLOCK=16)
+        return out
+
+    return softmax
+
+
+def test_check_kernel_ops_tells_one_pass_from_three():
+    from course_utils.checks import check_kernel_ops
+    from course_utils.kernels import tl, triton
+
+    @triton.jit
+    def online_rows(X, OUT, n, stride, BLOCK: tl.constexpr):
+        row, cols = tl.program_id(0), tl.arange(0, BLOCK)
+        m = tl.full([1], float("-inf"), dtype=tl.float32)
+        l = tl.zeros([1], dtype=tl.float32)
+        for start in range(0, n, BLOCK):
+            x = tl.load(X + row * stride + start + cols, mask=start + cols < n, other=float("-inf"))
+            m_new = tl.maximum(m, tl.max(x, axis=0))
+            l = l * tl.exp(m - m_new) + tl.sum(tl.exp(x - m_new), axis=0)
+            m = m_new
+        for start in range(0, n, BLOCK):
+            x = tl.load(X + row * stride + start + cols, mask=start + cols < n, other=float("-inf"))
+            tl.store(OUT + row * stride + start + cols, tl.exp(x - m) / l, mask=start + cols < n)
+
+    @triton.jit
+    def three_pass_rows(X, OUT, n, stride, BLOCK: tl.constexpr):
+        row, cols = tl.program_id(0), tl.arange(0, BLOCK)
+        m = tl.full([1], float("-inf"), dtype=tl.float32)
+        for start in range(0, n, BLOCK):  # the max first: the pass the online softmax removes
+            m = tl.maximum(m, tl.max(tl.load(X + row * stride + start + cols, mask=start + cols < n, other=float("-inf")), axis=0))
+        l = tl.zeros([1], dtype=tl.float32)
+        for start in range(0, n, BLOCK):
+            x = tl.load(X + row * stride + start + cols, mask=start + cols < n, other=float("-inf"))
+            l += tl.sum(tl.exp(x - m), axis=0)
+        for start in range(0, n, BLOCK):
+            x = tl.load(X + row * stride + start + cols, mask=start + cols < n, other=float("-inf"))
+            tl.store(OUT + row * stride + start + cols, tl.exp(x - m) / l, mask=start + cols < n)
+
+    x = torch.randn(3, 40)
+    for kernel in (online_rows, three_pass_rows):  # both right in the interpreter: only the count tells them apart
+        torch.testing.assert_close(_row_softmax_launcher(kernel)(x), torch.softmax(x, dim=-1))
+    limits = {"online_rows": {"loads": 2}, "three_pass_rows": {"loads": 2}}
+    assert check_kernel_ops(_row_softmax_launcher(online_rows), x, most={"online_rows": limits["online_rows"]})
+    with pytest.raises(AssertionError, match=r"three_pass_rows reads a block of memory \(tl.load\) in 3 places"):
+        check_kernel_ops(_row_softmax_launcher(three_pass_rows), x, most={"three_pass_rows": limits["three_pass_rows"]})
+    with pytest.raises(AssertionError, match="did not start the kernel"):
+        check_kernel_ops(_row_softmax_launcher(online_rows), x, most={"three_pass_rows": {"loads": 2}})
