@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -26,6 +27,18 @@ CELL_TIMEOUT_S = 60
 # Data a grading kernel may allocate (torch and the notebooks need well under 1 GiB); past
 # it, the student's cell gets a MemoryError and grading goes on.
 MEMORY_LIMIT_BYTES = 4 * 2**30
+
+
+@dataclass(frozen=True)
+class ArchiveLimits:
+    """What a class zip (and the zips inside it) may inflate to: a zip bomb stops here, not the run."""
+
+    entry_bytes: int = 100 * 2**20  # one file: a notebook with its plots is a few MiB
+    total_bytes: int = 4 * 2**30  # everything, across nested zips
+    entries: int = 50_000  # files in all
+
+
+ARCHIVE_LIMITS = ArchiveLimits()
 
 # Stream output kept per cell: a printed giant tensor must not bloat the gradebook and feedback.
 MAX_OUTPUT_CHARS = 20_000
@@ -96,6 +109,10 @@ def course_config(
         "autograder.nbgrader_ext.feedback.RedactHiddenTests",
         "autograder.nbgrader_ext.discussion.RestoreDiscussions",
     ]
+    # Every notebook shown as HTML (feedback, formgrader) goes through the allow-list first: student
+    # HTML must not run in the instructor's browser. Discussions are restored after, from the source.
+    c.HTMLExporter.preprocessors = ["autograder.nbgrader_ext.sanitize.SanitizeStudentHtml"]
+    c.GenerateFeedback.preprocessors.insert(2, "autograder.nbgrader_ext.sanitize.SanitizeStudentHtml")
     # Feedback explains the graded questions: the discussions the release withheld come back.
     c.RestoreDiscussions.source_dir = str(Path(course_root) / source_dir)
     return c

@@ -76,6 +76,16 @@ def text_file(text: str, name: str = f"{FIRST}.ipynb") -> Callable[[Path], None]
     return write
 
 
+def link_to(target: Path, name: str = f"{FIRST}.ipynb") -> Callable[[Path], None]:
+    """A submission whose notebook is a symbolic link (to the instructor's solution, say)."""
+
+    def write(folder: Path) -> None:
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / name).symlink_to(target)
+
+    return write
+
+
 def stripped(notebook):
     for cell in notebook.cells:
         cell.metadata.pop("nbgrader", None)
@@ -126,6 +136,28 @@ def with_forged_test_cell(notebook):
     return notebook
 
 
+# Markers of script that must never reach an instructor's browser from a student's notebook.
+XSS_MARKERS = ("xss-markdown", "xss-handler", "xss-js", "xss-svg", "xss-link")
+
+
+def with_html_injection(notebook):
+    """Script in a markdown cell and in display outputs made while grading (5 ways in, each marked)."""
+    markdown = nbformat.v4.new_markdown_cell(
+        "My notes <img src=x onerror=\"alert('xss-markdown')\"> <script>alert('xss-markdown')</script>"
+        " <a href=\"javascript:alert('xss-link')\">click</a>"
+    )
+    # The markers are built while the cell runs, so that only its outputs, never its shown code, hold them.
+    shows = nbformat.v4.new_code_cell(
+        "from IPython.display import HTML, SVG, Javascript, display\n"
+        "m = lambda name: 'xss-' + name\n"
+        "display(HTML('<b onmouseover=\"alert(' + repr(m('handler')) + ')\">hover</b>'))\n"
+        "display(Javascript('alert(' + repr(m('js')) + ')'))\n"
+        "display(SVG('<svg xmlns=\"http://www.w3.org/2000/svg\" onload=\"alert(' + repr(m('svg')) + ')\"></svg>'))"
+    )
+    notebook.cells[1:1] = [markdown, shows]
+    return notebook
+
+
 WRONG_SOFTMAX = next(m for m in MISTAKES[FIRST] if m.cell == "softmax" and m.loses[0] != "test_softmax_no_builtin")
 assert WRONG_SOFTMAX.cell == "softmax", WRONG_SOFTMAX
 NEVER_FAIL = "lambda *args, **kwargs: None"
@@ -135,6 +167,13 @@ BAD_CASES = [
     BadCase("json-not-notebook", text_file('{"hello": "world"}'), "zero", r"^unreadable: "),
     BadCase("empty-notebook", notebook_file(nbformat.v4.new_notebook()), "zero", r"^unreadable: the notebook has no cells$"),
     BadCase("only-a-pdf", text_file("%PDF-1.4", name="answers.pdf"), "zero", rf"^missing: no {FIRST}\.ipynb"),
+    BadCase("html-injection", notebook_file(with_html_injection(solved(FIRST))), "full", r"^graded$"),
+    BadCase(
+        "link-to-solutions",  # a link is never followed: the solution it points to grades nothing
+        link_to(SOLUTIONS_DIR / FIRST / f"{FIRST}.ipynb"),
+        "zero",
+        rf"^refused: '.*{FIRST}\.ipynb': a symbolic link, not a file: links are never followed$",
+    ),
     BadCase("metadata-stripped", notebook_file(stripped(solved(FIRST))), "full", r"^graded; nbgrader metadata restored on \d+ cell\(s\)"),
     BadCase(
         "metadata-malformed",  # dropped as foreign, then restored by matching the cells to the release
@@ -426,7 +465,12 @@ HOSTILE_CASES = [
 BAD_CASES += HOSTILE_CASES
 
 # Folder names that are not valid student ids get their row too.
-ODD_NAMES = {"star*": (notebook_file(solved(FIRST)), r"^invalid student name: 'star\*'")}
+ODD_NAMES = {
+    "star*": (notebook_file(solved(FIRST)), r"^invalid student name: 'star\*'"),
+    "=1+2": (notebook_file(solved(FIRST)), r"^invalid student name: '=1\+2'"),  # a formula, if a spreadsheet ran it
+}
+# Valid ids that a spreadsheet would still read as formulas: graded as usual, quoted in every CSV.
+FORMULA_NAMES = ("@SUM", "-cmd")
 
 
 def build_bad_class(folder: Path) -> None:
@@ -434,5 +478,7 @@ def build_bad_class(folder: Path) -> None:
         case.write(folder / case.student)
     for student, (write, _) in ODD_NAMES.items():
         write(folder / student)
+    for student in FORMULA_NAMES:
+        notebook_file(solved(FIRST))(folder / student)
     # A student id with a space, whose notebook is fine.
     notebook_file(solved(FIRST))(folder / "ok student")

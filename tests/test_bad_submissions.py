@@ -43,6 +43,34 @@ def test_odd_student_names_get_a_row_and_the_rest_are_graded(bad_class: GradedCl
     assert bad_class.report.row_of("ok student", FIRST).status == "graded"
 
 
+def test_student_script_never_reaches_the_feedback(bad_class: GradedClass) -> None:
+    """Markdown HTML, display(HTML/Javascript/SVG) made while grading: full marks, and no script left."""
+    from bad_submissions import XSS_MARKERS
+
+    html = (bad_class.out / "feedback" / "html-injection" / f"{FIRST}.html").read_text(encoding="utf-8")
+    assert "My notes" in html and "<b>hover</b>" in html  # the student's formatting stays, without its handler
+    for marker in XSS_MARKERS:  # built only when the cells run or render: absent from anything shown as code
+        assert marker not in html, marker
+
+
+def test_no_csv_cell_is_a_spreadsheet_formula(bad_class: GradedClass) -> None:
+    """Student ids that read as formulas (=, +, -, @) are quoted in every CSV; numbers stay numbers."""
+    import csv
+
+    from bad_submissions import FORMULA_NAMES
+
+    for student in FORMULA_NAMES:
+        assert bad_class.report.row_of(student, FIRST).status == "graded"
+    for name in ("grades.csv", "tests.csv", "gradebook.csv"):
+        with (bad_class.out / name).open(newline="", encoding="utf-8") as handle:
+            cells = [cell for row in csv.reader(handle) for cell in row]
+        formulas = [cell for cell in cells if cell[:1] in ("=", "+", "-", "@", "\t", "\r")]
+        assert formulas == [], f"{name}: {formulas[:5]}"
+        assert {"'@SUM", "'-cmd"} <= set(cells), name
+        if name == "grades.csv":
+            assert "'=1+2" in cells
+
+
 def test_every_bad_submission_has_exactly_one_row_and_its_test_rows(bad_class: GradedClass) -> None:
     students = sorted(p.name for p in bad_class.submissions.iterdir())
     assert sorted(r.student_id for r in bad_class.report.grades) == students

@@ -165,3 +165,91 @@ def test_a_notebook_of_other_cells_gets_no_metadata() -> None:
     other = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("print('hello')"), nbformat.v4.new_markdown_cell("# notes")])
     fixed, repairs = repair(other, released(FIRST))
     assert grade_ids(fixed) == [None, None] and repairs.restored_metadata == []
+
+
+def _zip(path: Path, entries: dict[str, bytes]) -> Path:
+    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED) as z:
+        for name, data in entries.items():
+            z.writestr(name, data)
+    return path
+
+
+def test_a_zip_bomb_is_refused_entry_by_entry_and_the_honest_notebook_is_kept(tmp_path: Path) -> None:
+    from autograder.settings import ArchiveLimits
+
+    honest = nbformat.writes(released(FIRST)).encode()
+    inner = _zip(tmp_path / "inner.zip", {f"{FIRST}.ipynb": b"\0" * (3 << 20)})  # a nested bomb, 3 MiB of zeros
+    archive = _zip(
+        tmp_path / "class.zip",
+        {
+            f"smith/{FIRST}.ipynb": honest,
+            f"bomb/{FIRST}.ipynb": b"\0" * (3 << 20),  # inflates past the 1 MiB limit per file set below
+            "nested.zip": inner.read_bytes(),
+            "stray.bin": b"\0" * (3 << 20),  # no student or assignment can be read off it: an unplaced row
+        },
+    )
+    limits = ArchiveLimits(entry_bytes=1 << 20, total_bytes=64 << 20, entries=100)
+    with opened(archive, limits) as root:
+        intake = take_in(root, ASSIGNMENTS, FUNCTIONS)
+        written = sum(p.stat().st_size for p in root.rglob("*") if p.is_file())
+    assert sorted(intake.chosen) == [("smith", FIRST)]
+    assert intake.refused[("bomb", FIRST)] == f"'bomb/{FIRST}.ipynb': not extracted: it inflates to more than 1 MiB, the limit for one file"
+    assert ("nested", FIRST) in intake.refused
+    assert [why for _, why in intake.unplaced_refused] == [
+        "'stray.bin': not extracted: it inflates to more than 1 MiB, the limit for one file"
+    ]
+    assert "bomb" in intake.students and written < 2 * len(honest) + 4096  # nothing of the bombs reached the disk
+
+
+def test_a_lying_zip_is_counted_as_it_inflates(tmp_path: Path) -> None:
+    """An entry that declares a small size but inflates to more is cut off at the limit, never written whole."""
+    from autograder.settings import ArchiveLimits
+
+    archive = _zip(tmp_path / "class.zip", {f"liar/{FIRST}.ipynb": b"\0" * (3 << 20)})
+    data = bytearray(archive.read_bytes())
+    declared = (3 << 20).to_bytes(4, "little")
+    assert data.count(declared) == 2  # the local header and the central directory
+    data[:] = data.replace(declared, (100).to_bytes(4, "little"))  # claim 100 bytes
+    archive.write_bytes(bytes(data))
+    with opened(archive, ArchiveLimits(entry_bytes=1 << 20, total_bytes=8 << 20, entries=10)) as root:
+        intake = take_in(root, ASSIGNMENTS, FUNCTIONS)
+        assert not any(p.stat().st_size > 100 for p in root.rglob("*.ipynb"))
+    assert intake.refused[("liar", FIRST)].startswith(f"'liar/{FIRST}.ipynb': not extracted")
+    assert not intake.chosen
+
+
+def test_too_many_entries_and_too_many_bytes_in_all_are_refused(tmp_path: Path) -> None:
+    from autograder.settings import ArchiveLimits
+
+    honest = nbformat.writes(released(FIRST)).encode()
+    entries = {f"s{i}/{FIRST}.ipynb": honest for i in range(5)}
+    with opened(_zip(tmp_path / "many.zip", entries), ArchiveLimits(entry_bytes=1 << 20, total_bytes=64 << 20, entries=3)) as root:
+        intake = take_in(root, ASSIGNMENTS, FUNCTIONS)
+    assert sorted(s for s, _ in intake.chosen) == ["s0", "s1", "s2"]
+    assert sorted(s for s, _ in intake.refused) == ["s3", "s4"] and "more than 3 files" in intake.refused[("s3", FIRST)]
+    with opened(
+        _zip(tmp_path / "big.zip", entries), ArchiveLimits(entry_bytes=1 << 20, total_bytes=2 * len(honest) + 1, entries=99)
+    ) as root:
+        intake = take_in(root, ASSIGNMENTS, FUNCTIONS)
+    assert len(intake.chosen) == 2 and len(intake.refused) == 3
+    assert "inflate to more than" in next(iter(intake.refused.values()))
+
+
+def test_links_are_never_followed(tmp_path: Path) -> None:
+    submissions = tmp_path / "submissions"
+    write(submissions / "honest" / f"{FIRST}.ipynb")
+    (submissions / "linker").mkdir()
+    (submissions / "linker" / f"{FIRST}.ipynb").symlink_to(SOLUTIONS_DIR / FIRST / f"{FIRST}.ipynb")
+    (submissions / "folder-link").symlink_to(SOLUTIONS_DIR / FIRST)  # a whole folder, linked
+    with opened(submissions) as root:
+        intake = take_in(root, ASSIGNMENTS, FUNCTIONS)
+    assert sorted(intake.chosen) == [("honest", FIRST)]
+    assert "a symbolic link" in intake.refused[("linker", FIRST)]
+    assert [h.received_as for h, _ in intake.unplaced_refused] == ["folder-link"]
+    assert "folder-link" not in intake.folders  # one row for it (refused), not a 'missing' row per assignment too
+    archive = _zip(tmp_path / "with-links.zip", {f"zipped/{FIRST}.ipynb": nbformat.writes(released(FIRST)).encode()})
+    shutil_copy = submissions / "class.zip"
+    shutil_copy.write_bytes(archive.read_bytes())  # a zip beside the links: the folder is copied, links stay links
+    with opened(submissions) as root:
+        intake = take_in(root, ASSIGNMENTS, FUNCTIONS)
+    assert ("linker", FIRST) in intake.refused and ("linker", FIRST) not in intake.chosen

@@ -148,3 +148,38 @@ def test_a_python_under_tmp_is_refused_with_the_reason(monkeypatch: pytest.Monke
     assert found == (
         "/tmp/clone/.venv is under /tmp, which every sealed run replaces with an empty one; keep the checkout and its venv elsewhere"
     )
+
+
+def test_the_process_limit_binds_even_when_the_grader_runs_as_root() -> None:
+    """RLIMIT_NPROC does not bind root: a sealed run started by root becomes nobody, for whom it does."""
+    seen = printed(
+        """
+import os, subprocess
+started, refused = [], None
+for _ in range(400):
+    try:
+        started.append(subprocess.Popen(['sleep', '30']))
+    except OSError as error:
+        refused = type(error).__name__
+        break
+for child in started:
+    child.kill()
+    child.wait()
+print(json.dumps({'started': len(started), 'refused': refused, 'uid': os.getuid()}))
+"""
+    )
+    assert seen["started"] < sandbox.MAX_PROCESSES and seen["refused"] == "BlockingIOError", seen
+
+
+def test_without_a_pids_group_a_root_grader_says_the_limit_is_not_enforced(tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from autograder.grading import process_limit as module
+
+    monkeypatch.setattr(module.os, "geteuid", lambda: 0)
+    none = module.process_limit(256, root=tmp_path)  # no cgroup filesystem at all
+    assert none.group is None and none.note.startswith("processes not limited: the grader runs as root")
+    (tmp_path / "pids").mkdir()
+    (tmp_path / "pids" / "cgroup.procs").write_text("")  # a v1 pids hierarchy (a plain folder stands in)
+    made = module.process_limit(256, root=tmp_path)
+    assert made.note == "" and (made.group / "pids.max").read_text() == "256"
+    monkeypatch.setattr(module.os, "geteuid", lambda: 1000)
+    assert module.process_limit(256, root=tmp_path) == module.ProcessLimit(None, "")  # RLIMIT_NPROC binds a user

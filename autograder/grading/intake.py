@@ -11,6 +11,11 @@ A regular expression with a ``student`` group (``--student-pattern``) reads the 
 file or folder name. A file is matched to its assignment by its name, else by its number
 (``03_…``), else by its content (the graded functions it defines). Nothing here modifies the
 originals: zips are read, never extracted next to them.
+
+Everything received is treated as hostile. A zip is extracted entry by entry under ``ARCHIVE_LIMITS``
+(bytes per entry, bytes in all, entries), counted as the data inflates, whatever the archive
+declares: an entry over a limit is not written and gets its own row (kind ``refused``). A symbolic
+link is never followed: it gets a ``refused`` row too, so a link to the solutions grades nothing.
 """
 
 from __future__ import annotations
@@ -26,6 +31,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Iterator
+
+from ..settings import ARCHIVE_LIMITS, ArchiveLimits
 
 # LMS downloads put the student before numeric ids (3+ digits, so that '03_' stays the assignment's): Canvas "smith_12345_67890_file.ipynb"
 # (and "smith_LATE_12345_67890_…"); Moodle folders "Jane Smith_123456_assignsubmission_file_".
@@ -59,10 +66,15 @@ class Intake:
     chosen: dict[tuple[str, str], Handin] = field(default_factory=dict)
     unplaced: list[tuple[Handin, str]] = field(default_factory=list)  # (hand-in, why no student or assignment could be read off it)
     folders: set[str] = field(default_factory=set)  # students with a folder, notebooks in it or not
+    # Files that were received but not read (over an archive limit, a link): why, by (student, assignment)
+    # when that could be read off the name; the others are in ``unplaced`` with ``refused=True``.
+    refused: dict[tuple[str, str], str] = field(default_factory=dict)
+    unplaced_refused: list[tuple[Handin, str]] = field(default_factory=list)
 
     @property
     def students(self) -> list[str]:
-        placed = {student for student, _ in self.chosen} | {h.student for h, _ in self.unplaced if h.student}
+        placed = {student for student, _ in self.chosen} | {student for student, _ in self.refused}
+        placed |= {h.student for h, _ in self.unplaced + self.unplaced_refused if h.student}
         return sorted(placed | self.folders)
 
 
@@ -116,39 +128,118 @@ def assignment_by_content(path: Path, graded_functions: dict[str, set[str]]) -> 
     return best if best is not None and share[best] >= 0.5 else None
 
 
+REFUSED_NOTE = ".attention-intake-refused"  # inside the scratch copy: what extraction refused, one "name\treason" per line
+
+
+@dataclass
+class Extraction:
+    """How much of the archives has been written, across nested zips, against the limits."""
+
+    limits: ArchiveLimits
+    written: int = 0
+    entries: int = 0
+    refused: list[tuple[str, str]] = field(default_factory=list)  # (path as received, why)
+
+
 @contextmanager
-def opened(submissions: Path) -> Iterator[Path]:
-    """A folder to read SUBMISSIONS from: itself, or a private extraction of a zip (nested zips too)."""
+def opened(submissions: Path, limits: ArchiveLimits = ARCHIVE_LIMITS) -> Iterator[Path]:
+    """A folder to read SUBMISSIONS from: itself, or a private extraction of a zip (nested zips too).
+
+    What extraction refused is listed in the folder's ``REFUSED_NOTE`` file, which ``take_in`` reads.
+    """
     if submissions.is_dir() and not any(submissions.rglob("*.zip")):
         yield submissions
         return
     scratch = Path(tempfile.mkdtemp(prefix="attention-intake-"))
     try:
         root = scratch / "received"
+        extraction = Extraction(limits)
         if submissions.is_dir():
-            shutil.copytree(submissions, root)
+            shutil.copytree(submissions, root, symlinks=True)  # links stay links: take_in refuses them
         else:
-            _extract(submissions, root)
-        for inner in sorted(root.rglob("*.zip")):  # one zip per student inside an LMS zip
-            _extract(inner, inner.with_suffix(""))
+            _extract(submissions, root, extraction, prefix="")
+        for inner in sorted(p for p in root.rglob("*.zip") if not p.is_symlink()):  # one zip per student inside an LMS zip
+            _extract(inner, inner.with_suffix(""), extraction, prefix=inner.relative_to(root).with_suffix("").as_posix() + "/")
             inner.unlink()
+        if extraction.refused:
+            lines = (f"{name}\t{why}" for name, why in extraction.refused)
+            (root / REFUSED_NOTE).write_text("\n".join(lines) + "\n", encoding="utf-8")
         yield root
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
 
 
-def _extract(archive: Path, target: Path) -> None:
+def _member_path(target: Path, name: str) -> Path | None:
+    """Where a zip entry goes under ``target``: '..', absolute and drive parts dropped, as ZipFile.extract does."""
+    parts = [part for part in PurePosixPath(name.replace("\\", "/")).parts if part not in ("", ".", "..", "/") and ":" not in part]
+    return target.joinpath(*parts) if parts else None
+
+
+def _extract(archive: Path, target: Path, extraction: Extraction, prefix: str) -> None:
+    """Write the archive's entries under ``target``, counting the bytes as they inflate."""
+    limits = extraction.limits
     try:
         with zipfile.ZipFile(archive) as zipped:
             for member in zipped.infolist():
-                # ZipFile.extract drops '..' and absolute parts, so nothing lands outside target.
-                written = Path(zipped.extract(member, target))
-                if not member.is_dir():
-                    stamp = _zip_time(member)  # keeps "newest of two copies" meaningful
-                    if stamp is not None:
-                        os.utime(written, (stamp, stamp))
-    except zipfile.BadZipFile as error:
+                received = prefix + member.filename
+                destination = _member_path(target, member.filename)
+                if destination is None or member.is_dir():
+                    if destination is not None:
+                        destination.mkdir(parents=True, exist_ok=True)
+                    continue
+                extraction.entries += 1
+                if extraction.entries > limits.entries:
+                    extraction.refused.append((received, f"the archives hold more than {limits.entries:,} files; the rest were not read"))
+                    continue
+                why = _copy_limited(zipped, member, destination, extraction)
+                if why:
+                    extraction.refused.append((received, why))
+                    continue
+                stamp = _zip_time(member)  # keeps "newest of two copies" meaningful
+                if stamp is not None:
+                    os.utime(destination, (stamp, stamp))
+    except (zipfile.BadZipFile, NotImplementedError, RuntimeError) as error:  # corrupt, unknown compression, encrypted
         raise ValueError(f"{archive.name} is not a readable zip file ({error})") from None
+
+
+def _copy_limited(zipped: zipfile.ZipFile, member: zipfile.ZipInfo, destination: Path, extraction: Extraction) -> str:
+    """Inflate one entry to ``destination`` unless it passes a limit: '' when written, else why not.
+
+    The declared size is checked first (cheap), and the inflated bytes are counted as they come,
+    since an archive can declare anything.
+    """
+    limits = extraction.limits
+    room = min(limits.entry_bytes, limits.total_bytes - extraction.written)
+    too_big = (
+        f"it inflates to more than {limits.entry_bytes / 2**20:g} MiB, the limit for one file"
+        if room == limits.entry_bytes
+        else f"the archives inflate to more than {limits.total_bytes / 2**30:g} GiB in all"
+    )
+    if member.file_size > room:
+        return f"not extracted: {too_big}"
+    destination.parent.mkdir(parents=True, exist_ok=True)
+    written = 0
+    try:
+        with zipped.open(member) as source, destination.open("wb") as sink:
+            while chunk := source.read(1 << 20):
+                written += len(chunk)
+                if written > room:
+                    break
+                sink.write(chunk)
+    except (zipfile.BadZipFile, OSError, EOFError, zlib_error()) as error:
+        destination.unlink(missing_ok=True)
+        return f"not extracted: the entry is damaged ({type(error).__name__})"
+    if written > room:
+        destination.unlink(missing_ok=True)
+        return f"not extracted: {too_big}"
+    extraction.written += written
+    return ""
+
+
+def zlib_error() -> type[Exception]:
+    import zlib
+
+    return zlib.error
 
 
 def _zip_time(member: zipfile.ZipInfo) -> float | None:
@@ -174,15 +265,33 @@ def unwrap(root: Path, pattern: re.Pattern[str]) -> Path:
         root = entries[0]
 
 
+def _skipped(path: Path, root: Path) -> bool:
+    return any(part in SKIPPED_PARTS or part.startswith(".") for part in path.relative_to(root).parts)
+
+
 def notebook_files(root: Path) -> list[Path]:
-    """Every .ipynb under ``root``, hidden folders, checkpoints and macOS metadata aside, sorted."""
+    """Every .ipynb under ``root`` that is a regular file (never a link), hidden folders, checkpoints and macOS metadata aside."""
     return sorted(
         path
         for path in root.rglob("*")
-        if path.is_file()
-        and path.suffix.lower() == ".ipynb"
-        and not any(part in SKIPPED_PARTS or part.startswith(".") for part in path.relative_to(root).parts)
+        if not path.is_symlink() and path.is_file() and path.suffix.lower() == ".ipynb" and not _skipped(path, root)
     )
+
+
+def links(root: Path) -> list[Path]:
+    """Every symbolic link under ``root`` (never followed: rglob does not enter linked folders)."""
+    return sorted(path for path in root.rglob("*") if path.is_symlink() and not _skipped(path, root))
+
+
+def refused_files(root: Path) -> list[tuple[Path, str]]:
+    """(path as received, why) for what intake will not read: links, and what extraction refused."""
+    found = [(path, "a symbolic link, not a file: links are never followed") for path in links(root)]
+    note = root / REFUSED_NOTE
+    if note.is_file() and not note.is_symlink():
+        for line in note.read_text(encoding="utf-8").splitlines():
+            name, _, why = line.partition("\t")
+            found.append((root / name, why))
+    return found
 
 
 def place(path: Path, root: Path, known: list[str], pattern: re.Pattern[str], graded_functions: dict[str, set[str]]) -> Handin:
@@ -214,11 +323,19 @@ def take_in(root: Path, known: list[str], graded_functions: dict[str, set[str]],
     pattern = re.compile(student_pattern)
     if "student" not in pattern.groupindex:
         raise ValueError(f"--student-pattern {student_pattern!r} needs a named group (?P<student>...)")
+    refused = refused_files(root)  # before unwrapping: the note of what extraction refused is at the top
     root = unwrap(root, pattern)
     intake = Intake()
     for folder in root.iterdir():  # a student folder without a notebook still gets its rows
-        if folder.is_dir() and folder.name not in SKIPPED_PARTS and not folder.name.startswith("."):
+        if folder.is_dir() and not folder.is_symlink() and folder.name not in SKIPPED_PARTS and not folder.name.startswith("."):
             intake.folders.add(split_student(folder.name, pattern)[0] or folder.name)
+    for path, why in refused:
+        handin = place(path, root if root in path.parents else path.parent, known, pattern, {})  # by its name only: its content is not read
+        if handin.student and handin.assignment:
+            pair = (handin.student, handin.assignment)
+            intake.refused[pair] = "; ".join(filter(None, (intake.refused.get(pair), f"{handin.received_as!r}: {why}")))
+        else:
+            intake.unplaced_refused.append((handin, f"{handin.received_as!r}: {why}"))
     by_pair: dict[tuple[str, str], list[Handin]] = {}
     for path in notebook_files(root):
         handin = place(path, root, known, pattern, graded_functions)

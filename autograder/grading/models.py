@@ -31,6 +31,7 @@ class Kind(str, enum.Enum):
     NO_METADATA = "no grading metadata"
     INVALID_STUDENT = "invalid student name"
     UNIDENTIFIED = "unidentified"
+    REFUSED = "refused"  # received but not read: over an archive limit, or a symbolic link
     AUTOGRADE_FAILED = "autograde failed"
     GRADING_ERROR = "grading error"
     HEALTH_CHECK_FAILED = "grader health check failed"
@@ -128,6 +129,7 @@ class Submission:
     content: bytes | None
     received_as: str | None = None
     notes: tuple[str, ...] = ()  # how intake placed it (renamed, chosen among copies)
+    refused: str = ""  # why a file received for it was not read (an archive limit, a link); content is then None
 
 
 @dataclass

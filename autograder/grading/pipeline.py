@@ -12,7 +12,6 @@ tasks run in-process, in a local process pool (``jobs``) or on a Dask cluster
 
 from __future__ import annotations
 
-import csv
 import sys
 import uuid
 from concurrent.futures import as_completed
@@ -39,6 +38,7 @@ from .models import (
 )
 from .reports import write_summary
 from .sandbox import sandbox_problem
+from .spreadsheet import write_csv
 from .worker import GradingBatch, not_handed_in, snapshot, ungraded
 
 GRADES_CSV = "grades.csv"
@@ -112,8 +112,9 @@ def grade(
         pairs = [(s, n) for s in intake.students for n in names]
         if not pairs:
             raise ValueError(f"no notebooks found in {submissions}: it must hold student folders, notebooks or a zip of them")
-        todo = [_submission(intake, student, name) for student, name in pairs]
+        todo = [_submission(intake, student, name) for student, name in pairs]  # a refused pair: content None, notes say why
         unplaced = [_unplaced_row(h, why, all_specs) for h, why in intake.unplaced]
+        unplaced += [_unplaced_row(h, why, all_specs, Kind.REFUSED) for h, why in intake.unplaced_refused]
 
     out.mkdir(parents=True, exist_ok=True)
     cache = GradingCache(out / CACHE_FILE, fingerprint(solutions_dir, options))
@@ -130,7 +131,7 @@ def grade(
     _clear_stale_feedback(out / FEEDBACK_DIR, keep={(g.student_id, g.assignment) for g in report.grades})
 
     # A pair with no notebook gets its row here: workers (and their health checks) are for notebooks.
-    finished: list[Graded] = [not_handed_in(s, specs[s.assignment]) for s in fresh if s.content is None]
+    finished: list[Graded] = [_not_read(s, specs[s.assignment]) for s in fresh if s.content is None]
     handed_in = [s for s in fresh if s.content is not None]
     batch = GradingBatch(snapshot(solutions_dir, names), options, gradebook=empty_gradebook())
     failure: HealthCheckFailed | None = None
@@ -208,13 +209,20 @@ def _check_paths(submissions: Path, out: Path, solutions_dir: Path) -> None:
 def _submission(intake: Intake, student: str, name: str) -> Submission:
     handin: Handin | None = intake.chosen.get((student, name))
     if handin is None:
-        return Submission(student, name, content=None, received_as=None)
+        return Submission(student, name, content=None, received_as=None, refused=intake.refused.get((student, name), ""))
     return Submission(student, name, content=handin.path.read_bytes(), received_as=handin.received_as, notes=handin.notes)
 
 
-def _unplaced_row(handin: Handin, why: str, specs: dict[str, AssignmentSpec]) -> GradeRow:
+def _not_read(submission: Submission, spec: AssignmentSpec) -> Graded:
+    """The row of a pair with no notebook to grade: refused (with why) when its file was received but not read."""
+    if submission.refused:
+        return ungraded(submission, spec, Outcome(Kind.REFUSED, submission.refused))
+    return not_handed_in(submission, spec)
+
+
+def _unplaced_row(handin: Handin, why: str, specs: dict[str, AssignmentSpec], kind: Kind = Kind.UNIDENTIFIED) -> GradeRow:
     spec = specs.get(handin.assignment or "")
-    outcome = Outcome(Kind.UNIDENTIFIED, why)
+    outcome = Outcome(kind, why)
     return GradeRow(handin.student or handin.received_as, handin.assignment or "?", 0.0, spec.max_score if spec else 0.0, outcome)
 
 
@@ -290,10 +298,8 @@ def write_csvs(report: GradingReport, out: Path) -> None:
         for r in report.grades
     ]
     for filename, rows in ((GRADES_CSV, grades), (TESTS_CSV, [asdict(r) for r in report.tests])):
-        with (out / filename).open("w", newline="", encoding="utf-8") as handle:
-            writer = csv.DictWriter(handle, fieldnames=list(rows[0]) if rows else ["student_id", "assignment"])
-            writer.writeheader()
-            writer.writerows(rows)
+        header = list(rows[0]) if rows else ["student_id", "assignment"]
+        write_csv(out / filename, header, ([row[name] for name in header] for row in rows))
 
 
 def format_table(report: GradingReport, status_width: int = 100) -> str:

@@ -9,13 +9,13 @@ distribution, how many pairs could not be graded and why, and the tests most oft
 
 from __future__ import annotations
 
-import csv
 import statistics
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
 from .models import AssignmentSpec, GradeRow, TestRow
+from .spreadsheet import write_csv
 
 GRADEBOOK_CSV = "gradebook.csv"
 SUMMARY_MD = "summary.md"
@@ -81,14 +81,11 @@ def write_gradebook(grades: list[GradeRow], specs: dict[str, AssignmentSpec], ou
     names = [n for n in specs if any(r.assignment == n for r in grades)]
     students = list(dict.fromkeys(r.student_id for r in grades if r.assignment in names))
     points = {(r.student_id, r.assignment): r.score for r in grades if r.assignment in names}
-    path = out / GRADEBOOK_CSV
-    with path.open("w", newline="", encoding="utf-8") as handle:
-        writer = csv.writer(handle)
-        writer.writerow(["student_id", *names, "total"])
-        for student in students:
-            scores = [points.get((student, n)) for n in names]
-            writer.writerow([student, *(f"{s:g}" if s is not None else "" for s in scores), f"{sum(s or 0 for s in scores):g}"])
-    return path
+    rows = []
+    for student in students:
+        scores = [points.get((student, n)) for n in names]
+        rows.append([student, *(f"{s:g}" if s is not None else "" for s in scores), f"{sum(s or 0 for s in scores):g}"])
+    return write_csv(out / GRADEBOOK_CSV, ["student_id", *names, "total"], rows)
 
 
 def format_summary(summaries: list[AssignmentSummary], unplaced: int = 0) -> str:

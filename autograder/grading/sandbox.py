@@ -40,6 +40,8 @@ from nbformat.notebooknode import NotebookNode
 import course_utils
 from course_utils.reference import is_test_cell, nbgrader_meta
 
+from .process_limit import ProcessLimit, process_limit
+
 RUNNER = Path(__file__).with_name("sealed_run.py")
 HEADER_SIZE = 9  # sealed_run.HEADER: one byte of kind, eight of length
 RUN, DONE = b"R", b"D"  # sealed_run.RUN and DONE: control messages
@@ -74,6 +76,7 @@ class SealedRun:
     said_end: bool = False  # the runner sent its end frame: nothing more is read
     sealed: bool = True
     seconds: float = 0.0
+    process_limit_note: str = ""  # '' when the process limit held; else why it could not be enforced
 
 
 def _python_paths() -> list[Path]:
@@ -137,13 +140,18 @@ def _environment(home: str, mpl_dir: str, sealed: bool) -> dict[str, str]:
     }
 
 
-def _limit(memory_bytes: int | None) -> None:
-    """Runs in the child before bwrap: every process of the sandbox inherits these."""
+def _limit(memory_bytes: int | None, processes: ProcessLimit | None = None) -> None:
+    """Runs in the child before bwrap: every process of the sandbox inherits these.
+
+    RLIMIT_NPROC does not bind root; ``processes`` (a pids control group) does (see process_limit).
+    """
     if memory_bytes:
         resource.setrlimit(resource.RLIMIT_DATA, (memory_bytes, memory_bytes))
     resource.setrlimit(resource.RLIMIT_FSIZE, (MAX_FILE_BYTES, MAX_FILE_BYTES))
     resource.setrlimit(resource.RLIMIT_NPROC, (MAX_PROCESSES, MAX_PROCESSES))
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    if processes is not None:
+        processes.join()
 
 
 @functools.lru_cache(maxsize=1)
@@ -190,6 +198,7 @@ class WarmRunner:
 
     def __init__(self, sealed: bool, memory_bytes: int | None) -> None:
         self.sealed = sealed
+        self.processes = process_limit(MAX_PROCESSES)
         self._scratch = tempfile.TemporaryDirectory(prefix="attention-runner-")
         ours, theirs = socket.socketpair()
         mpl_cache = _matplotlib_cache()
@@ -214,7 +223,7 @@ class WarmRunner:
             cwd=cwd,
             pass_fds=(theirs.fileno(),),
             start_new_session=True,  # its own process group: all of it is killed at the end
-            preexec_fn=functools.partial(_limit, memory_bytes),
+            preexec_fn=functools.partial(_limit, memory_bytes, self.processes),
         )
         theirs.close()
         self.control = ours
@@ -251,6 +260,7 @@ class WarmRunner:
         if not ended:
             raise RunnerBroken("the sealed runner did not end the run")
         run.sealed = self.sealed
+        run.process_limit_note = self.processes.note
         return run
 
     def _reply(self, timeout: float) -> dict[str, Any]:
@@ -274,6 +284,7 @@ class WarmRunner:
     def close(self) -> None:
         self.control.close()
         _kill_group(self.process)
+        self.processes.release()
         self._scratch.cleanup()
 
 

@@ -254,6 +254,9 @@ def _run_notes(report: dict[str, Any], options: GradingOptions) -> list[str]:
         notes.append(f"the notebook did not run to the end: {ended}")
     if not options.sealed:
         notes.append("unsealed: graded with --no-sandbox, so its code ran with the grader's rights")
+    unlimited = report.get("process_limit_note")
+    if isinstance(unlimited, str) and unlimited:
+        notes.append(unlimited[:300])
     return notes
 
 

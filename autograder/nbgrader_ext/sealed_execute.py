@@ -73,6 +73,7 @@ class SealedExecute(NbGraderPreprocessor):
             "sealed": run.sealed,
             "ended": run.ended,
             "leftover_processes": run.leftover_processes,
+            "process_limit_note": run.process_limit_note,
             "seconds": round(run.seconds, 3),
             "outputs": {str(i): outputs for i, outputs in run.outputs.items()},
         }

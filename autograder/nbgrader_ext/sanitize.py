@@ -1,0 +1,84 @@
+"""Student HTML reaches an instructor's browser only through an allow-list.
+
+Feedback and the formgrader show a submitted notebook as HTML, inside the instructor's Jupyter
+session. nbconvert passes raw HTML in markdown cells and ``text/html`` outputs through as is
+(``HTMLExporter.sanitize_html`` is off by default), so a student's ``<img onerror=...>`` or
+``<script>`` would run there, with the instructor's token. ``SanitizeStudentHtml`` closes that door:
+
+* a markdown cell is rendered to HTML the way nbconvert renders it (math kept for MathJax), then
+  cleaned by nh3, the binding to Ammonia, an allow-list sanitiser: formatting, tables, links and
+  images stay; scripts, event handlers, ``javascript:`` URLs, forms and frames go;
+* a ``text/html`` or ``text/markdown`` output is cleaned the same way; an output that is script by
+  nature (``application/javascript``, SVG, widget views) is dropped, with a note in its place.
+  PNG and JPEG plots stay.
+
+The course's nbgrader configuration runs it in every ``HTMLExporter`` (feedback and formgrader).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from nbconvert.preprocessors import Preprocessor
+from nbformat.notebooknode import NotebookNode
+
+# What can make markdown carry script: a tag, a link or image (its URL), an entity (an encoded URL), a script scheme.
+MAY_CARRY_SCRIPT = re.compile(r"<[A-Za-z!/?]|\]\(|\]:|&#|&[A-Za-z]|javascript|vbscript|data:", re.IGNORECASE)
+URL_SCHEMES = {"http", "https", "mailto", "data", "attachment"}  # data: and attachment: carry a student's images
+KEPT_OUTPUTS = {"text/plain", "image/png", "image/jpeg", "image/gif", "text/latex", "application/json"}
+DROPPED_NOTE = "(an output that could run script in the reader's browser was removed)"
+
+
+def clean_html(html: str) -> str:
+    """``html`` with only what nh3's allow-list keeps: no script, handler, javascript: URL or frame."""
+    import nh3
+
+    return nh3.clean(html, url_schemes=URL_SCHEMES)
+
+
+def clean_markdown(source: str) -> str:
+    """A markdown cell as sanitised HTML, which nbconvert passes through as an HTML block."""
+    from nbconvert.filters import markdown2html
+
+    if not MAY_CARRY_SCRIPT.search(source):  # plain markdown: nothing in it can become script
+        return source
+    return '<div class="sanitized-markdown">\n' + clean_html(markdown2html(source)) + "\n</div>\n"
+
+
+def clean_output(output: NotebookNode) -> None:
+    """Clean an output's HTML and markdown; drop its script-like representations."""
+    data = output.get("data")
+    if not isinstance(data, dict):
+        return
+    cleaned: dict[str, Any] = {}
+    dropped = False
+    for mime, value in data.items():
+        text = "".join(value) if isinstance(value, list) else value
+        if mime == "text/html" and isinstance(text, str):
+            cleaned[mime] = clean_html(text)
+        elif mime == "text/markdown" and isinstance(text, str):
+            cleaned[mime] = clean_markdown(text)
+        elif mime in KEPT_OUTPUTS:
+            cleaned[mime] = value
+        else:
+            dropped = True
+    if dropped and not cleaned:
+        cleaned["text/plain"] = DROPPED_NOTE
+    output["data"] = cleaned
+    if "metadata" in output:
+        output["metadata"] = {k: v for k, v in output["metadata"].items() if k in cleaned}
+
+
+class SanitizeStudentHtml(Preprocessor):
+    """Clean every markdown cell and every output of the notebook before it becomes HTML."""
+
+    def preprocess_cell(self, cell: NotebookNode, resources: dict[str, Any], index: int) -> tuple[NotebookNode, dict[str, Any]]:
+        if cell.cell_type == "markdown":
+            cell.source = clean_markdown(cell.source)
+        elif cell.cell_type == "raw":
+            cell.metadata.pop("format", None)  # a raw cell marked text/html would be pasted in as is
+            cell.metadata.pop("raw_mimetype", None)
+        for output in cell.get("outputs", []):
+            clean_output(output)
+        return cell, resources
