@@ -659,8 +659,29 @@ def _normalised(value: Any, kind: str) -> Any:
     return int(number) if kind == "integer" and number is not None else number
 
 
+def _plain_answer(value: Any) -> Any:
+    """An answer as plain data: a NumPy array or any array-like becomes a tensor, a NumPy scalar a number.
+
+    Runs where the student's code runs, so that what crosses to the grader is data it can read.
+    """
+    if isinstance(value, (str, bytes, bool, int, float, torch.Tensor)) or value is None:
+        return value
+    if isinstance(value, (list, tuple)):
+        return type(value)(_plain_answer(v) for v in value)
+    if hasattr(value, "__array__") or hasattr(value, "item"):
+        try:
+            tensor = torch.as_tensor(value.__array__() if hasattr(value, "__array__") else value.item())
+        except (TypeError, ValueError, RuntimeError):
+            return value  # an object array, say: reported as not a number
+        return tensor.item() if tensor.dim() == 0 else tensor
+    return value
+
+
 def _answer(fn: Callable[..., Any], kind: str, choices: Sequence[str], length: int | None, label: str) -> Any:
-    answer = call(fn, label=label)
+    outcome = _run_student(fn, (), {}, label, through=("answer", lambda student: lambda: _plain_answer(student())))
+    if outcome.kind == "raised":
+        _fail(label, f"raised {outcome.error_type}: {outcome.message}", inputs=None, hint="")
+    answer = outcome.value
     if _recording():
         return answer
     problem = _answer_problem(answer, kind, tuple(c.lower() for c in choices), length)

@@ -672,3 +672,26 @@ def test_visited_tiles_count_the_causal_triangle():
     assert sum(r * c for r, c in visited_tiles(37, 53, 8, 16)) == 37 * 53  # ragged tiles cover the matrix once
     assert tiled_attention_flops(6, visited_tiles(40, 40, 16, 16), 16) == 4 * 6 * 40 * 40 * 16
     assert tiled_attention_flops(6, visited_tiles(40, 40, 16, 16), 16, backward=True) == 10 * 6 * 40 * 40 * 16
+
+
+def test_answers_in_any_array_like_container_are_accepted():
+    import numpy as np
+
+    from course_utils.checks import check_answer
+
+    def answering(value):
+        return lambda: value
+
+    for value in ([9, 5], (9.0, 5.0), np.array([9, 5]), np.array([[9], [5]]), [np.int64(9), np.float32(5)], torch.tensor([9, 5])):
+        assert check_answer(answering(value), [9, 5], kind="numbers", hint="h"), value
+    for value in (np.float64(0.525), np.float32(0.525), np.array(0.525), torch.tensor(0.525)):
+        assert check_answer(answering(value), 0.525, kind="number", rtol=1e-6, hint="h"), value
+    assert check_answer(answering(np.int64(3)), 3, kind="integer", hint="h")
+    for value, problem in (
+        ("9, 5", "not a list of finite numbers"),
+        (np.array([9.0, np.nan]), "not a list of finite numbers"),
+        (np.array([9, 5, 1]), "returned 3 numbers, but the question asks for 2"),
+        (np.array(["9", "5"]), "not a list of finite numbers"),
+    ):
+        with pytest.raises(AssertionError, match=problem):
+            check_answer(answering(value), [9, 5], kind="numbers", hint="h")
