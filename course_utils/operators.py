@@ -39,3 +39,83 @@ def aten_operators(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> list[st
         fn(*args, **kwargs)
     names = (event.name.removeprefix("aten::") for event in trace.events() if event.name.startswith("aten::"))
     return list(dict.fromkeys(names))
+
+
+# --- built-ins by any name: the kernels that ran, not the Python names that were called ---------------
+
+# A range the tests' stand-ins run in (see ``recording._standing_in``): what runs inside it is the
+# course's, never the student's, so its kernels are not held against the student.
+STAND_IN_RANGE = "course_utils.stand_in"
+
+# The ATen operators that compute each forbidden built-in. A Python-name tripwire misses the other
+# routes (a default argument bound before the test, a closure, ``torch.ops.aten._softmax``,
+# ``torch._C._nn.scaled_dot_product_attention``, ``nn.Softmax``, ``softmin``, ``log_softmax().exp()``);
+# the dispatcher sees every one of them.
+BUILTIN_KERNELS: dict[str, frozenset[str]] = {
+    "softmax": frozenset({"softmax", "_softmax", "_safe_softmax", "special_softmax", "log_softmax", "_log_softmax", "special_log_softmax"}),
+    "scaled_dot_product_attention": frozenset(
+        {
+            "scaled_dot_product_attention",
+            "_fused_sdp_choice",
+            "_scaled_dot_product_attention_math",
+            "_scaled_dot_product_attention_math_for_mps",
+            "_scaled_dot_product_flash_attention",
+            "_scaled_dot_product_flash_attention_for_cpu",
+            "_scaled_dot_product_efficient_attention",
+            "_scaled_dot_product_cudnn_attention",
+            "_scaled_dot_product_fused_attention_overrideable",
+        }
+    ),
+    "multi_head_attention_forward": frozenset({"_native_multi_head_attention"}),
+}
+
+
+def kernels_of(paths: tuple[str, ...]) -> dict[str, str]:
+    """ATen operator -> the forbidden built-in (as named in ``paths``) it computes."""
+    found: dict[str, str] = {}
+    for path in paths:
+        name = path.rsplit(".", 1)[-1]
+        for family, operators in BUILTIN_KERNELS.items():
+            if name.endswith(family):
+                found.update({operator: path for operator in operators if operator not in found})
+    if "multi_head_attention_forward" in {p.rsplit(".", 1)[-1] for p in paths}:  # it computes attention with SDPA
+        found.update({operator: p for p in paths for operator in BUILTIN_KERNELS["scaled_dot_product_attention"] if operator not in found})
+    return found
+
+
+@contextmanager
+def builtin_kernels_run(paths: tuple[str, ...]) -> Iterator[list[str]]:
+    """While the block runs, trace the ATen operators; at its end, fill the yielded list with each forbidden
+    built-in of ``paths`` whose kernel ran outside a stand-in, as ``"torch.softmax (as aten::_softmax)"``."""
+    from torch.profiler import profile
+
+    wanted = kernels_of(paths)
+    found: list[str] = []
+    if not wanted:
+        yield found
+        return
+    with _stderr_silenced(), profile() as trace:
+        yield found
+    events = trace.events()
+    shielded = [(e.time_range.start, e.time_range.end) for e in events if e.name == STAND_IN_RANGE]
+    for event in events:
+        operator = event.name.removeprefix("aten::")
+        if not event.name.startswith("aten::") or operator not in wanted:
+            continue
+        start, end = event.time_range.start, event.time_range.end
+        if not any(low <= start and end <= high for low, high in shielded):
+            found.append(f"{wanted[operator]} (as aten::{operator})")
+
+
+def shielded(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """``fn`` run inside the stand-in range: its kernels are the course's, not the student's."""
+    import functools
+
+    from torch.profiler import record_function
+
+    @functools.wraps(fn)
+    def run(*args: Any, **kwargs: Any) -> Any:
+        with record_function(STAND_IN_RANGE):
+            return fn(*args, **kwargs)
+
+    return run

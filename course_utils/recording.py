@@ -407,8 +407,10 @@ def _standing_in(fn: Any, stand_ins: dict[str, Any] | None) -> Iterator[None]:
     if not stand_ins or not isinstance(namespace, dict):
         yield
         return
+    from .operators import shielded  # its kernels are the course's: no built-in check holds them against the student
+
     saved = {name: namespace.get(name, _MISSING) for name in stand_ins}
-    namespace.update(stand_ins)
+    namespace.update({name: shielded(stand_in) for name, stand_in in stand_ins.items()})
     try:
         yield
     finally:
@@ -435,9 +437,11 @@ def _run(
         ForbiddenCallError,
         forbidden,
     )
+    from .operators import builtin_kernels_run
 
     _state.depth += 1
     calls: list[str] = []
+    kernels: list[str] = []  # the same built-ins, seen at the dispatcher: every route to them
     try:
         with warnings.catch_warnings(), torch.random.fork_rng(devices=[]), contextlib.ExitStack() as stack:
             warnings.simplefilter("ignore")
@@ -447,24 +451,27 @@ def _run(
                 stack.enter_context(_standing_in(fn, stand_ins))
                 if forbidden_builtins:
                     namespaces = [fn.__globals__] if isinstance(getattr(fn, "__globals__", None), dict) else []
+                    kernels = stack.enter_context(builtin_kernels_run(forbidden_builtins))  # filled when the stack closes
                     calls = stack.enter_context(forbidden(*forbidden_builtins, namespaces=namespaces))
                 try:
                     value = (wrap(fn) if wrap else fn)(*args, **kwargs)
                 except ForbiddenCallError:
                     value = None
     except NotImplementedError:
-        return Outcome("not_written", forbidden_calls=tuple(calls))
+        return Outcome("not_written", forbidden_calls=tuple(calls + kernels))
     except Exception as error:  # noqa: BLE001 - any failure of student code is an outcome
         mro = tuple(c.__name__ for c in type(error).__mro__)
-        return Outcome("raised", error_type=type(error).__name__, error_mro=mro, message=str(error)[:2000], forbidden_calls=tuple(calls))
+        return Outcome(
+            "raised", error_type=type(error).__name__, error_mro=mro, message=str(error)[:2000], forbidden_calls=tuple(calls + kernels)
+        )
     finally:
         _state.depth -= 1
     if wrap_objects and not _is_data(value):
         number = _state.next_handle
         _state.next_handle += 1
         _state.handles[number] = value
-        return Outcome("handle", value=Handle(number, value), forbidden_calls=tuple(calls))
-    return Outcome("value", value=value, forbidden_calls=tuple(calls))
+        return Outcome("handle", value=Handle(number, value), forbidden_calls=tuple(calls + kernels))
+    return Outcome("value", value=value, forbidden_calls=tuple(calls + kernels))
 
 
 # --- plain data on the wire -------------------------------------------------------------------------

@@ -339,7 +339,7 @@ def test_a_question_is_recorded_in_the_sealed_run_and_graded_in_the_replay(tmp_p
     finally:
         recording._state = recording._State()
     events = recording.read_record(record.read_bytes())
-    assert [e["op"] for e in events["test_q"]] == ["call"] * 3
+    assert [e["op"] for e in events["test_q"]] == ["call:answer"] * 3  # an answer crosses as plain data (a NumPy array becomes a tensor)
     replay = {name: recording.Placeholder(name) for name in ("answer_score_bytes", "answer_which_key")}
     replay |= {"check_answer": check_answer, "check_answer_format": check_answer_format}
     with recording.replaying(events):
@@ -695,3 +695,70 @@ def test_answers_in_any_array_like_container_are_accepted():
     ):
         with pytest.raises(AssertionError, match=problem):
             check_answer(answering(value), [9, 5], kind="numbers", hint="h")
+
+
+SOFTMAX_BUILTINS = ["torch.softmax", "torch.nn.functional.softmax", "torch.Tensor.softmax", "torch.log_softmax"]
+
+
+def _hidden_softmax_routes():
+    """Ways to reach the built-in softmax that no Python-name tripwire sees."""
+    bound_early = torch.softmax  # a default argument or a global bound before the test patches the name
+
+    def default_argument(x, dim=-1, _sm=bound_early):
+        return _sm(x, dim)
+
+    def closure():
+        kernel = bound_early
+        return lambda x, dim=-1: kernel(x, dim)
+
+    return {
+        "a default argument": default_argument,
+        "a closure": closure(),
+        "torch.ops.aten": lambda x, dim=-1: torch.ops.aten._softmax(x, dim, False),
+        "nn.Softmax": lambda x, dim=-1: torch.nn.Softmax(dim)(x),
+        "softmin": lambda x, dim=-1: torch.nn.functional.softmin(-x, dim),
+        "log_softmax().exp()": lambda x, dim=-1: torch.ops.aten._log_softmax(x, dim, False).exp(),
+    }
+
+
+@pytest.mark.parametrize("route", sorted(_hidden_softmax_routes()))
+def test_no_builtin_sees_the_kernel_whatever_name_reached_it(route):
+    from course_utils.checks import check_no_builtin
+
+    fn = _hidden_softmax_routes()[route]
+    with pytest.raises(AssertionError, match=r"torch\.\w+ \(as aten::_?(log_)?softmax\)|which this exercise asks"):
+        check_no_builtin(fn, torch.randn(3, 4), builtins=SOFTMAX_BUILTINS)
+
+
+def test_no_builtin_has_no_false_alarm_for_honest_code_or_the_tests_stand_ins():
+    from course_utils.checks import check_no_builtin
+    from course_utils.stand_ins import SOFTMAX_STAND_IN
+
+    def honest(x, dim=-1):
+        e = torch.exp(x - x.amax(dim, keepdim=True))
+        return e / e.sum(dim, keepdim=True)
+
+    def with_logsumexp(x, dim=-1):
+        return torch.exp(x - torch.logsumexp(x.double(), dim, keepdim=True)).float()
+
+    for fn in (honest, with_logsumexp):
+        assert check_no_builtin(fn, torch.randn(3, 4), builtins=SOFTMAX_BUILTINS)
+
+    def uses_a_helper(x):  # calls the notebook's softmax, which the test replaces by PyTorch's
+        return softmax(x) * 2  # noqa: F821 - defined by the stand-in while the check runs
+
+    assert check_no_builtin(uses_a_helper, torch.randn(3, 4), builtins=SOFTMAX_BUILTINS, stand_ins=SOFTMAX_STAND_IN)
+
+
+def test_no_builtin_sees_sdpa_through_torch_c():
+    from course_utils.checks import check_no_builtin
+
+    q = torch.randn(1, 2, 4, 8)
+    with pytest.raises(AssertionError, match=r"as aten::scaled_dot_product_attention"):
+        check_no_builtin(
+            lambda Q, K, V: torch._C._nn.scaled_dot_product_attention(Q, K, V),
+            q,
+            q,
+            q,
+            builtins=["torch.nn.functional.scaled_dot_product_attention"],
+        )

@@ -94,6 +94,14 @@ MISTAKES = [
         loses=("test_sdpa_no_builtin",),
     ),
     Variant(
+        "calls the built-in attention through torch._C, where no tripwire on F can see it",
+        CELL,
+        source=written_out(
+            ("return weights @ V, weights", "return torch._C._nn.scaled_dot_product_attention(Q, K, V, scale=scale), weights")
+        ),
+        loses=("test_sdpa_no_builtin",),
+    ),
+    Variant(
         "detaches the weights from the graph", CELL, source=written_out((SOFTMAX, SOFTMAX + ".detach()")), loses=("test_sdpa_gradients",)
     ),
     Variant(

@@ -70,6 +70,18 @@ MISTAKES = [
         edits=(("scaled = scores / temperature", "return torch.softmax(scores / temperature, dim=dim)"),),
         loses=("test_softmax_no_builtin",),
     ),
+    Variant(
+        "softmax reaches the built-in kernel through torch.ops.aten (no Python name a tripwire could patch)",
+        "softmax",
+        edits=(("scaled = scores / temperature", "return torch.ops.aten._softmax(scores / temperature, dim, False)"),),
+        loses=("test_softmax_no_builtin",),
+    ),
+    Variant(
+        "softmax as the exponential of the built-in log_softmax",
+        "softmax",
+        edits=(("scaled = scores / temperature", "return torch.nn.functional.log_softmax(scores / temperature, dim=dim).exp()"),),
+        loses=("test_softmax_no_builtin",),
+    ),
     # soft_lookup
     Variant(
         "soft_lookup divides the scores by sqrt(d)",
