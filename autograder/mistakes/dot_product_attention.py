@@ -34,7 +34,13 @@ MISTAKES = [
         "cosine_scores normalises only the queries",
         "cosine_scores",
         edits=(("unit_k = K / K.norm(dim=-1, keepdim=True).clamp_min(eps)", "unit_k = K"),),
-        loses=("test_cosine_scores",),
+        loses=("test_cosine_scores", "test_cosine_scores_zero_vector"),  # the eps case compares the whole formula too
+    ),
+    Variant(
+        "cosine_scores ignores its eps argument (a fixed 1e-8)",
+        "cosine_scores",
+        edits=((".clamp_min(eps)", ".clamp_min(1e-8)"),),
+        loses=("test_cosine_scores_zero_vector",),
     ),
     Variant(
         "cosine_scores divides by the norm without eps (0 / 0 = nan)",

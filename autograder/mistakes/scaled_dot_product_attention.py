@@ -148,6 +148,12 @@ MISTAKES = [
     ),
     # train_matching_attention
     Variant(
+        "train_matching_attention ignores its lr argument (a fixed learning rate)",
+        TRAIN,
+        edits=(("optimizer = torch.optim.Adam([W_Q, W_K], lr=lr)", "optimizer = torch.optim.Adam([W_Q, W_K], lr=0.05)"),),
+        loses=("test_matching_attention_learns",),
+    ),
+    Variant(
         "train_matching_attention sums the loss over the queries instead of averaging",
         TRAIN,
         edits=((LOSS, LOSS.replace(".mean()", ".sum()")),),
