@@ -520,6 +520,8 @@ def test_course_code_uses_only_public_torch(repo_root) -> None:
     for package in ("course_utils", "autograder", "benchmarks"):
         for path in sorted((repo_root / package).rglob("*.py")):
             name = path.relative_to(repo_root).as_posix()
+            if name.startswith("autograder/mistakes/"):
+                continue  # catalogued student code, the hostile routes to a built-in (torch._C, torch.ops.aten) included
             uses = _private_torch_uses(path.read_text())
             if uses:
                 found[name] = uses
