@@ -16,6 +16,85 @@ FUNCTION = "FlashAttention"
 FUNCTION_OUTPUTS = ("test_flash_attention_function", "test_flash_attention_function_gradcheck")
 TRITON = "flash_attention_backward_triton"
 TRITON_OUTPUTS = ("test_flash_attention_backward_triton", "test_flash_attention_backward_triton_causal")
+TILE_FLOPS = ("test_flash_attention_backward_tiles", "test_flash_attention_backward_skips_masked_blocks")
+TRITON_SKIPS = "test_flash_attention_backward_triton_skips_masked_blocks"
+TRITON_VALUES = TRITON_OUTPUTS + (TRITON_SKIPS,)  # a wrong formula in a kernel: every test that compares its gradients
+
+SECOND_PASS_FOR_DQ = """
+def flash_attention_backward(Q, K, V, O, dO, L, is_causal=False, scale=None, block_q=64, block_k=64):
+    if block_q < 1 or block_k < 1:
+        raise ValueError("block sizes must be at least 1")
+    T_q, T_k = Q.shape[-2], K.shape[-2]
+    s = 1.0 / math.sqrt(Q.shape[-1]) if scale is None else scale
+    acc = torch.float64 if Q.dtype == torch.float64 else torch.float32
+    D = flash_backward_preprocess(O, dO)
+
+    def tile(q0, q1, k0, k1):  # P and dS of one tile, rebuilt from Q, K and L
+        q, k = Q[..., q0:q1, :].to(acc), K[..., k0:k1, :].to(acc)
+        S = s * q @ k.transpose(-2, -1)
+        if is_causal:
+            S = S.masked_fill(torch.arange(k0, k1)[None, :] > torch.arange(q0, q1)[:, None], float("-inf"))
+        P = torch.exp(S - L[..., q0:q1, None].to(acc))
+        dS = P * (dO[..., q0:q1, :].to(acc) @ V[..., k0:k1, :].to(acc).transpose(-2, -1) - D[..., q0:q1, None].to(acc))
+        return q, k, P, dS
+
+    dK, dV = torch.empty(K.shape, dtype=K.dtype), torch.empty(V.shape, dtype=V.dtype)
+    for k0 in range(0, T_k, block_k):  # first pass: dK and dV, key blocks outside
+        k1 = min(k0 + block_k, T_k)
+        dk = torch.zeros(*K.shape[:-2], k1 - k0, K.shape[-1], dtype=acc)
+        dv = torch.zeros(*V.shape[:-2], k1 - k0, V.shape[-1], dtype=acc)
+        for q0 in range(k0 - k0 % block_q if is_causal else 0, T_q, block_q):
+            q1 = min(q0 + block_q, T_q)
+            q, k, P, dS = tile(q0, q1, k0, k1)
+            dv += P.transpose(-2, -1) @ dO[..., q0:q1, :].to(acc)
+            dk += s * dS.transpose(-2, -1) @ q
+        dK[..., k0:k1, :], dV[..., k0:k1, :] = dk.to(K.dtype), dv.to(V.dtype)
+    dQ = torch.empty(Q.shape, dtype=Q.dtype)
+    for q0 in range(0, T_q, block_q):  # second pass: dQ, query blocks outside, S and dP once more
+        q1 = min(q0 + block_q, T_q)
+        dq = torch.zeros(*Q.shape[:-2], q1 - q0, Q.shape[-1], dtype=acc)
+        for k0 in range(0, min(T_k, q1) if is_causal else T_k, block_k):
+            q, k, P, dS = tile(q0, q1, k0, min(k0 + block_k, T_k))
+            dq += s * dS @ k
+        dQ[..., q0:q1, :] = dq.to(Q.dtype)
+    return dQ, dK, dV
+"""
+
+TWO_PASS_FORWARD = """
+def flash_attention_forward(Q, K, V, is_causal=False, scale=None, block_q=64, block_k=64):
+    if block_q < 1 or block_k < 1:
+        raise ValueError("block sizes must be at least 1")
+    T_q, T_k = Q.shape[-2], K.shape[-2]
+    s = 1.0 / math.sqrt(Q.shape[-1]) if scale is None else scale
+    acc = torch.float64 if Q.dtype == torch.float64 else torch.float32
+    O = torch.empty(*Q.shape[:-1], V.shape[-1], dtype=Q.dtype)
+    L = torch.empty(Q.shape[:-1], dtype=acc)
+    for q0 in range(0, T_q, block_q):
+        q1 = min(q0 + block_q, T_q)
+        q = Q[..., q0:q1, :].to(acc) * s
+        k_end = min(T_k, q1) if is_causal else T_k
+
+        def scores(k0):
+            k1 = min(k0 + block_k, T_k)
+            S = q @ K[..., k0:k1, :].to(acc).transpose(-2, -1)
+            if is_causal:
+                S = S.masked_fill(torch.arange(k0, k1)[None, :] > torch.arange(q0, q1)[:, None], float("-inf"))
+            return S, k1
+
+        m = torch.full(q.shape[:-1], float("-inf"), dtype=acc)
+        for k0 in range(0, k_end, block_k):  # first pass over the keys: the row max
+            m = torch.maximum(m, scores(k0)[0].amax(dim=-1))
+        l = torch.zeros_like(m)
+        out = torch.zeros(*q.shape[:-1], V.shape[-1], dtype=acc)
+        for k0 in range(0, k_end, block_k):  # second pass: the sums and P V, no rescaling
+            S, k1 = scores(k0)
+            P = torch.exp(S - m[..., None])
+            l += P.sum(dim=-1)
+            out += P @ V[..., k0:k1, :].to(acc)
+        O[..., q0:q1, :] = (out / l[..., None]).to(Q.dtype)
+        L[..., q0:q1] = m + torch.log(l)
+    return O, L
+"""
 
 MISTAKES = [
     answered(
@@ -75,8 +154,8 @@ MISTAKES = [
         "flash_attention_backward takes D from dO and V instead of dO and O",
         FLASH,
         edits=(("D = flash_backward_preprocess(O, dO)", "D = (dO.to(acc_dtype) @ V.to(acc_dtype).transpose(-2, -1)).sum(dim=-1)"),),
-        loses=FLASH_OUTPUTS + ("test_flash_attention_backward_tiles",),
-    ),  # dO V^T is a whole T_q x T_k matrix
+        loses=FLASH_OUTPUTS + TILE_FLOPS,
+    ),  # dO V^T is a whole T_q x T_k matrix, and one more product
     Variant(
         "flash_attention_backward forgets the mask on diagonal tiles",
         FLASH,
@@ -96,6 +175,35 @@ MISTAKES = [
         loses=("test_flash_attention_backward_skips_masked_blocks",),
     ),
     Variant(
+        "flash_attention_backward computes dP = dO V^T twice per tile (six products)",
+        FLASH,
+        edits=(
+            (
+                "ds = p * (dp - D[..., q_start:q_stop, None].to(acc_dtype))",
+                "ds = p * (do @ v.transpose(-2, -1) - D[..., q_start:q_stop, None].to(acc_dtype))",
+            ),
+        ),
+        loses=TILE_FLOPS,
+    ),
+    Variant(
+        "flash_attention_backward rebuilds S = q k^T a second time for dS (six products per tile)",
+        FLASH,
+        edits=(
+            (
+                "ds = p * (dp - D[..., q_start:q_stop, None].to(acc_dtype))",
+                'ds = torch.exp(torch.where(p > 0, scale * q @ k.transpose(-2, -1), float("-inf")) - L[..., q_start:q_stop, None].to(acc_dtype))'
+                " * (dp - D[..., q_start:q_stop, None].to(acc_dtype))",
+            ),
+        ),
+        loses=TILE_FLOPS,
+    ),
+    Variant(
+        "flash_attention_backward takes dQ in a second pass over the tiles (seven products per tile)",
+        FLASH,
+        source=SECOND_PASS_FOR_DQ,
+        loses=TILE_FLOPS,
+    ),
+    Variant(
         "flash_attention_backward keeps the whole P (the plain backward inside)",
         FLASH,
         source="""
@@ -111,6 +219,18 @@ def flash_attention_backward(Q, K, V, O, dO, L, is_causal=False, scale=None, blo
         FORWARD,
         edits=(("L[..., q_start:q_stop] = m + torch.log(l)", "L[..., q_start:q_stop] = torch.log(l)"),),
         loses=("test_flash_attention_forward_from_07",),
+    ),
+    Variant(
+        "the pasted forward walks the keys twice (the row max first, then the sums and P V)",
+        FORWARD,
+        source=TWO_PASS_FORWARD,
+        loses=("test_flash_attention_forward_from_07",),
+    ),
+    Variant(
+        "FlashAttention subclasses torch.autograd.Function (not a drop-in: [B, T, d] reaches forward)",
+        FUNCTION,
+        edits=(("class FlashAttention(AttentionFunction):", "class FlashAttention(torch.autograd.Function):"),),
+        loses=("test_flash_attention_function",),
     ),
     Variant(
         "FlashAttention also saves P for the backward pass",
@@ -136,18 +256,48 @@ def flash_attention_backward(Q, K, V, O, dO, L, is_causal=False, scale=None, blo
         edits=(("return dQ, dK, dV, None, None", "return dK, dQ, dV, None, None"),),
         loses=FUNCTION_OUTPUTS,
     ),
-    Variant("the dK/dV kernel forgets the scale on dK", TRITON, edits=(("    dk = dk * scale\n", ""),), loses=TRITON_OUTPUTS),
+    Variant("the dK/dV kernel forgets the scale on dK", TRITON, edits=(("    dk = dk * scale\n", ""),), loses=TRITON_VALUES),
     Variant(
         "the dQ kernel subtracts L in natural-log units from base-2 scores",
         TRITON,
         edits=(("p = tl.exp2(s - lse_log2e[:, None])", "p = tl.exp2(s - lse[:, None])"),),
-        loses=TRITON_OUTPUTS,
+        loses=TRITON_VALUES,
     ),
     Variant(
         "the dQ kernel's causal loop stops before the diagonal block",
         TRITON,
         edits=(("k_end = tl.minimum(T_k, (block_m + 1) * BLOCK_M)", "k_end = tl.minimum(T_k, block_m * BLOCK_M)"),),
-        loses=("test_flash_attention_backward_triton_causal",),
+        loses=("test_flash_attention_backward_triton_causal", TRITON_SKIPS),
+    ),
+    Variant(
+        "the dK/dV kernel walks every query block under causal, masking only",
+        TRITON,
+        edits=(("q_start = (block_n * BLOCK_N) // BLOCK_M * BLOCK_M", "q_start = 0"),),
+        loses=(TRITON_SKIPS,),
+    ),
+    Variant(
+        "the dQ kernel walks every key block under causal, masking only",
+        TRITON,
+        edits=(("k_end = tl.minimum(T_k, (block_m + 1) * BLOCK_M)", "k_end = T_k"),),
+        loses=(TRITON_SKIPS,),
+    ),
+    Variant(
+        "the dQ kernel loads K and V without masks",
+        TRITON,
+        edits=(
+            ("stride_kd, mask=kv_mask, other=0.0\n        )", "stride_kd\n        )"),
+            ("stride_vd, mask=kv_mask, other=0.0\n        )", "stride_vd\n        )"),
+        ),
+        loses=TRITON_OUTPUTS,
+    ),
+    Variant(
+        "the dK/dV kernel loads Q and dO without masks",
+        TRITON,
+        edits=(
+            ("stride_qd, mask=q_mask, other=0.0\n        )", "stride_qd\n        )"),
+            ("stride_dod, mask=q_mask, other=0.0\n        )", "stride_dod\n        )"),
+        ),
+        loses=TRITON_OUTPUTS,
     ),
     Variant(
         "the dQ kernel leaves its loop with break (the interpreter runs it, no GPU compiler builds it)",
@@ -173,6 +323,12 @@ def flash_attention_backward(Q, K, V, O, dO, L, is_causal=False, scale=None, blo
         loses=("test_flash_attention_fused",),
     ),
     Variant(
+        "FlashAttentionTriton subclasses torch.autograd.Function (not a drop-in: [B, T, d] reaches the kernels)",
+        "FlashAttentionTriton",
+        edits=(("class FlashAttentionTriton(AttentionFunction):", "class FlashAttentionTriton(torch.autograd.Function):"),),
+        loses=("test_flash_attention_fused",),
+    ),
+    Variant(
         "FlashAttentionTriton also saves P for the backward pass",
         "FlashAttentionTriton",
         edits=(
@@ -187,6 +343,66 @@ def flash_attention_backward(Q, K, V, O, dO, L, is_causal=False, scale=None, blo
 ]
 
 CORRECT_VARIANTS = [
+    Variant(
+        "flash_attention_backward accumulates in float64 for every input dtype",
+        FLASH,
+        edits=(("acc_dtype = torch.float64 if Q.dtype == torch.float64 else torch.float32", "acc_dtype = torch.float64"),),
+    ),
+    Variant(
+        "the pasted forward in base 2 (exp2, L converted back to natural log)",
+        FORWARD,
+        edits=(
+            (
+                "q = Q[..., q_start:q_stop, :].to(acc_dtype) * scale",
+                "q = Q[..., q_start:q_stop, :].to(acc_dtype) * (scale * 1.4426950408889634)",
+            ),
+            ("p = torch.exp(s - m_new[..., None])", "p = torch.exp2(s - m_new[..., None])"),
+            ("correction = torch.exp(m - m_new)", "correction = torch.exp2(m - m_new)"),
+            ("L[..., q_start:q_stop] = m + torch.log(l)", "L[..., q_start:q_stop] = (m + torch.log2(l)) * 0.6931471805599453"),
+        ),
+    ),
+    Variant(
+        "FlashAttention runs its tiles at 16 x 16",
+        FUNCTION,
+        edits=(
+            (
+                "O, L = flash_attention_forward(Q, K, V, is_causal=is_causal, scale=scale)",
+                "O, L = flash_attention_forward(Q, K, V, is_causal=is_causal, scale=scale, block_q=16, block_k=16)",
+            ),
+            (
+                "flash_attention_backward(Q, K, V, O, dO, L, is_causal=ctx.is_causal, scale=ctx.scale)",
+                "flash_attention_backward(Q, K, V, O, dO, L, is_causal=ctx.is_causal, scale=ctx.scale, block_q=16, block_k=16)",
+            ),
+        ),
+    ),
+    Variant(
+        "the backward kernels mask the scores with -inf before exp2 (instead of zeroing P)",
+        TRITON,
+        edits=(
+            ("        pT = tl.exp2(sT - lse[None, :] * 1.4426950408889634)  # the forward's softmax, recomputed from L\n", ""),
+            (
+                "        pT = tl.where(allowed, pT, 0.0)\n",
+                '        pT = tl.exp2(tl.where(allowed, sT, float("-inf")) - lse[None, :] * 1.4426950408889634)\n',
+            ),
+            ("        p = tl.exp2(s - lse_log2e[:, None])  # the forward's softmax, recomputed from L\n", ""),
+            ("        p = tl.where(allowed, p, 0.0)\n", '        p = tl.exp2(tl.where(allowed, s, float("-inf")) - lse_log2e[:, None])\n'),
+        ),
+    ),
+    Variant(
+        "the backward kernels use exp with L in natural-log units",
+        TRITON,
+        edits=(
+            ("pT = tl.exp2(sT - lse[None, :] * 1.4426950408889634)", "pT = tl.exp(sT * 0.6931471805599453 - lse[None, :])"),
+            ("p = tl.exp2(s - lse_log2e[:, None])", "p = tl.exp(s * 0.6931471805599453 - lse[:, None])"),
+        ),
+    ),
+    Variant(
+        "the backward launcher uses blocks of 32 in the interpreter",
+        TRITON,
+        edits=(
+            ("block = 64 if Q.is_cuda else 16  # the interpreter is slow: small tiles, small grids", "block = 64 if Q.is_cuda else 32"),
+        ),
+    ),
     Variant(
         "FlashAttention saves L first (another order, unpacked to match)",
         FUNCTION,
