@@ -11,26 +11,75 @@ FLASH_OUTPUTS = ("test_flash_attention_forward", "test_flash_attention_forward_c
 TRITON_OUTPUTS = ("test_flash_attention_triton", "test_flash_attention_triton_causal")
 ADD, ROWS, SOFTMAX_ROWS, MATMUL, ONLINE_ROWS = "vector_add", "row_sums", "softmax_rows", "matmul", "online_softmax_rows"
 
+# The given half of the online_softmax cell, for variants that rewrite the whole cell.
+GIVEN_ONLINE_SOFTMAX = """
+
+def online_softmax(x, block_size):
+    if block_size < 1:
+        raise ValueError(f"block_size must be at least 1, got {block_size}")
+    m, l = online_softmax_stats(x.split(block_size, dim=-1))
+    return torch.exp(x - m) / l
+"""
+
+# The solution kernel's key loop header, where a first pass over the keys goes in front.
+TRITON_KEY_LOOP = "    for k_start in range(0, k_end, BLOCK_N):\n"
+TRITON_MAX_PASS = """    for k_start in range(0, k_end, BLOCK_N):  # pass 1: the row max over every key block
+        keys = k_start + cols
+        k_ptrs = K + b * stride_kb + h * stride_kh + keys[None, :] * stride_kt + dims[:, None] * stride_kd
+        k = tl.load(k_ptrs, mask=(keys[None, :] < T_k) & (dims[:, None] < head_dim), other=0.0)
+        s = tl.dot(q, k) * scale_log2e
+        allowed = keys[None, :] < T_k
+        if IS_CAUSAL:
+            allowed = allowed & (keys[None, :] <= rows[:, None])
+        m_i = tl.maximum(m_i, tl.max(tl.where(allowed, s, float("-inf")), 1))
+"""
+
 MISTAKES = [
     Variant(
         "online_softmax never rescales the running sum when the max grows",
         SOFTMAX,
         edits=(("running_sum * torch.exp(running_max - shift)", "running_sum"),),
-        loses=("test_online_softmax", "test_online_softmax_is_stable"),
+        loses=("test_online_softmax", "test_online_softmax_is_stable", "test_online_softmax_one_pass"),
     ),
     Variant(
         "online_softmax without the running max (exp overflows)",
         SOFTMAX,
         source="""
-def online_softmax(x, block_size):
-    if block_size < 1:
-        raise ValueError("block_size must be at least 1")
-    total = torch.zeros(*x.shape[:-1], 1, dtype=x.dtype)
-    for start in range(0, x.shape[-1], block_size):
-        total = total + torch.exp(x[..., start:start + block_size]).sum(dim=-1, keepdim=True)
-    return torch.exp(x) / total
-""",
-        loses=("test_online_softmax_is_stable",),
+def online_softmax_stats(blocks):
+    total = None
+    for block in blocks:
+        part = torch.exp(block).sum(dim=-1, keepdim=True)
+        total = part if total is None else total + part
+    return torch.zeros_like(total), total
+"""
+        + GIVEN_ONLINE_SOFTMAX,
+        loses=("test_online_softmax_is_stable", "test_online_softmax_one_pass"),
+    ),
+    Variant(
+        "online_softmax_stats takes the global max first (copies every block, then a second pass)",
+        SOFTMAX,
+        source="""
+def online_softmax_stats(blocks):
+    kept = [block.clone() for block in blocks]
+    m = torch.cat(kept, dim=-1).amax(dim=-1, keepdim=True)
+    l = sum(torch.exp(block - m).sum(dim=-1, keepdim=True) for block in kept)
+    return m, l
+"""
+        + GIVEN_ONLINE_SOFTMAX,
+        loses=("test_online_softmax_one_pass",),
+    ),
+    Variant(
+        "online_softmax_stats keeps the blocks to read them twice (max first, then the sum)",
+        SOFTMAX,
+        source="""
+def online_softmax_stats(blocks):
+    blocks = list(blocks)
+    m = torch.stack([block.amax(dim=-1, keepdim=True) for block in blocks]).amax(dim=0)
+    l = sum(torch.exp(block - m).sum(dim=-1, keepdim=True) for block in blocks)
+    return m, l
+"""
+        + GIVEN_ONLINE_SOFTMAX,
+        loses=("test_online_softmax_one_pass",),
     ),
     Variant(
         "online_softmax turns a leading -inf block into NaN",
@@ -99,6 +148,46 @@ def online_softmax(x, block_size):
         loses=("test_flash_attention_forward_skips_masked_blocks",),
     ),
     Variant(
+        "flash_attention_forward walks the keys twice (the row max first, then the sums and P V)",
+        FLASH,
+        source="""
+def flash_attention_forward(Q, K, V, is_causal=False, scale=None, block_q=64, block_k=64):
+    if block_q < 1 or block_k < 1:
+        raise ValueError(f"block sizes must be at least 1, got block_q={block_q}, block_k={block_k}")
+    T_q, T_k = Q.shape[-2], K.shape[-2]
+    scale = 1.0 / math.sqrt(Q.shape[-1]) if scale is None else scale
+    acc_dtype = torch.float64 if Q.dtype == torch.float64 else torch.float32
+    O = torch.empty(*Q.shape[:-1], V.shape[-1], dtype=Q.dtype, device=Q.device)
+    L = torch.empty(Q.shape[:-1], dtype=acc_dtype, device=Q.device)
+
+    def scores(q, q_start, q_stop, k_start):
+        k_stop = min(k_start + block_k, T_k)
+        s = q @ K[..., k_start:k_stop, :].to(acc_dtype).transpose(-2, -1)
+        if is_causal and k_stop - 1 > q_start:
+            rows = torch.arange(q_start, q_stop, device=Q.device)[:, None]
+            s = s.masked_fill(torch.arange(k_start, k_stop, device=Q.device) > rows, float("-inf"))
+        return s
+
+    for q_start in range(0, T_q, block_q):
+        q_stop = min(q_start + block_q, T_q)
+        q = Q[..., q_start:q_stop, :].to(acc_dtype) * scale
+        key_blocks = range(0, min(T_k, q_stop) if is_causal else T_k, block_k)
+        m = torch.full(q.shape[:-1], float("-inf"), dtype=acc_dtype, device=Q.device)
+        for k_start in key_blocks:  # pass 1: the row max over every key tile
+            m = torch.maximum(m, scores(q, q_start, q_stop, k_start).amax(dim=-1))
+        l = torch.zeros_like(m)
+        acc = torch.zeros(*q.shape[:-1], V.shape[-1], dtype=acc_dtype, device=Q.device)
+        for k_start in key_blocks:  # pass 2: the sums and P V, with the final max
+            p = torch.exp(scores(q, q_start, q_stop, k_start) - m[..., None])
+            l = l + p.sum(dim=-1)
+            acc = acc + p @ V[..., k_start : k_start + block_k, :].to(acc_dtype)
+        O[..., q_start:q_stop, :] = (acc / l[..., None]).to(Q.dtype)
+        L[..., q_start:q_stop] = m + torch.log(l)
+    return O, L
+""",
+        loses=("test_flash_attention_forward_one_pass", "test_flash_attention_forward_skips_masked_blocks"),
+    ),
+    Variant(
         "flash_attention_forward tiles only the queries (full rows of scores)",
         FLASH,
         edits=(("T_q, T_k = Q.shape[-2], K.shape[-2]", "T_q, T_k = Q.shape[-2], K.shape[-2]\n    block_k = T_k"),),
@@ -110,7 +199,12 @@ def online_softmax(x, block_size):
         edits=(("allowed = keys[None, :] < T_k", "allowed = keys[None, :] >= 0"),),
         loses=TRITON_OUTPUTS,
     ),
-    Variant("the Triton kernel uses exp on scores scaled for exp2", TRITON, edits=(("tl.exp2(", "tl.exp("),), loses=TRITON_OUTPUTS),
+    Variant(
+        "the Triton kernel uses exp on scores scaled for exp2",
+        TRITON,
+        edits=(("tl.exp2(", "tl.exp("),),
+        loses=(*TRITON_OUTPUTS, "test_flash_attention_triton_skips_masked_blocks"),
+    ),
     Variant(
         "the Triton kernel stores L in base 2 (forgets the factor ln 2)",
         TRITON,
@@ -125,6 +219,32 @@ def online_softmax(x, block_size):
                 "    for k_start in range(0, k_end, BLOCK_N):\n",
                 "    for k_start in range(0, T_k, BLOCK_N):\n        if k_start >= k_end:\n            break\n",
             ),
+        ),
+        loses=(*TRITON_OUTPUTS, "test_flash_attention_triton_one_pass"),
+    ),
+    Variant(
+        "the Triton kernel walks the keys twice (the row max first, then the sums and P V)",
+        TRITON,
+        edits=((TRITON_KEY_LOOP, TRITON_MAX_PASS + TRITON_KEY_LOOP),),
+        loses=("test_flash_attention_triton_one_pass",),
+    ),
+    Variant(
+        "the Triton kernel visits every key block when causal and relies on the mask alone",
+        TRITON,
+        edits=(
+            (
+                "k_end = tl.minimum(T_k, (block_m + 1) * BLOCK_M)  # skip key blocks past the diagonal",
+                "k_end = T_k  # every key block; the mask sets the future to -inf",
+            ),
+        ),
+        loses=("test_flash_attention_triton_skips_masked_blocks",),
+    ),
+    Variant(
+        "the Triton kernel loads K and V without masks (reads past T_k and d)",
+        TRITON,
+        edits=(
+            ("k = tl.load(k_ptrs, mask=(keys[None, :] < T_k) & (dims[:, None] < head_dim), other=0.0)", "k = tl.load(k_ptrs)"),
+            ("v = tl.load(v_ptrs, mask=(keys[:, None] < T_k) & (dims[None, :] < head_dim), other=0.0)", "v = tl.load(v_ptrs)"),
         ),
         loses=TRITON_OUTPUTS,
     ),
@@ -185,34 +305,78 @@ def online_softmax(x, block_size):
         edits=(("l = l * tl.exp(m - m_new) + tl.sum(tl.exp(x - m_new), axis=0)", "l = l + tl.sum(tl.exp(x - m_new), axis=0)"),),
         loses=("test_online_softmax_rows",),
     ),
+    Variant(
+        "online_softmax_rows walks the row three times (a loop for the max, one for the sum, one to write)",
+        ONLINE_ROWS,
+        edits=(
+            (
+                """    for start in range(0, n_cols, BLOCK):
+        x = tl.load(X + row * stride_x + start + cols, mask=start + cols < n_cols, other=float("-inf")).to(tl.float32)
+        m_new = tl.maximum(m, tl.max(x, axis=0))
+        l = l * tl.exp(m - m_new) + tl.sum(tl.exp(x - m_new), axis=0)
+        m = m_new
+""",
+                """    for start in range(0, n_cols, BLOCK):  # pass 1: the max
+        x = tl.load(X + row * stride_x + start + cols, mask=start + cols < n_cols, other=float("-inf")).to(tl.float32)
+        m = tl.maximum(m, tl.max(x, axis=0))
+    for start in range(0, n_cols, BLOCK):  # pass 2: the sum
+        x = tl.load(X + row * stride_x + start + cols, mask=start + cols < n_cols, other=float("-inf")).to(tl.float32)
+        l += tl.sum(tl.exp(x - m), axis=0)
+""",
+            ),
+        ),
+        loses=("test_online_softmax_rows_one_pass_statistics",),
+    ),
 ]
 
 CORRECT_VARIANTS = [
     Variant(
-        "online_softmax with a running logsumexp (logaddexp)",
+        "online_softmax_stats with a running logsumexp (logaddexp) in float64",
         SOFTMAX,
         source="""
-def online_softmax(x, block_size):
-    if block_size < 1:
-        raise ValueError("block_size must be at least 1")
-    lse = torch.full((*x.shape[:-1], 1), float("-inf"), dtype=torch.float64)
-    for block in x.split(block_size, dim=-1):
-        lse = torch.logaddexp(lse, block.double().logsumexp(dim=-1, keepdim=True))
-    return torch.exp(x.double() - lse).to(x.dtype)
-""",
+def online_softmax_stats(blocks):
+    lse = m = None
+    for block in blocks:
+        block_lse = block.double().logsumexp(dim=-1, keepdim=True)
+        block_max = block.amax(dim=-1, keepdim=True)
+        lse = block_lse if lse is None else torch.logaddexp(lse, block_lse)
+        m = block_max if m is None else torch.maximum(m, block_max)
+    return m, torch.exp(lse - m.double()).to(m.dtype)
+"""
+        + GIVEN_ONLINE_SOFTMAX,
     ),
     Variant(
-        "online_softmax with a running logsumexp, in float32",
+        "online_softmax_stats with a running logsumexp, in float32",
         SOFTMAX,
         source="""
-def online_softmax(x, block_size):
-    if block_size < 1:
-        raise ValueError("block_size must be at least 1")
-    lse = torch.full((*x.shape[:-1], 1), float("-inf"), dtype=x.dtype)
-    for block in x.split(block_size, dim=-1):
-        lse = torch.logaddexp(lse, block.logsumexp(dim=-1, keepdim=True))
-    return torch.exp(x - lse)
-""",
+def online_softmax_stats(blocks):
+    lse = m = None
+    for block in blocks:
+        block_max = block.amax(dim=-1, keepdim=True)
+        lse = block.logsumexp(dim=-1, keepdim=True) if lse is None else torch.logaddexp(lse, block.logsumexp(dim=-1, keepdim=True))
+        m = block_max if m is None else torch.maximum(m, block_max)
+    return m, torch.exp(lse - m)
+"""
+        + GIVEN_ONLINE_SOFTMAX,
+    ),
+    Variant(
+        "online_softmax_stats in float64 inside, with an iterator and next()",
+        SOFTMAX,
+        source="""
+def online_softmax_stats(blocks):
+    stream = iter(blocks)
+    first = next(stream)
+    m = first.double().amax(dim=-1, keepdim=True)
+    l = torch.exp(first.double() - torch.where(torch.isinf(m), 0.0, m)).sum(dim=-1, keepdim=True)
+    for block in stream:
+        block = block.double()
+        m_new = torch.maximum(m, block.amax(dim=-1, keepdim=True))
+        shift = torch.where(torch.isinf(m_new), 0.0, m_new)
+        l = l * torch.exp(m - shift) + torch.exp(block - shift).sum(dim=-1, keepdim=True)
+        m = m_new
+    return m.to(first.dtype), l.to(first.dtype)
+"""
+        + GIVEN_ONLINE_SOFTMAX,
     ),
     Variant(
         "flash_attention_forward with einsum, float64 accumulators and tril offsets",
@@ -256,6 +420,45 @@ def flash_attention_forward(Q, K, V, is_causal=False, scale=None, block_q=64, bl
             ("tl.exp2(", "tl.exp("),
             ("lse = (m_i + tl.log2(l_i)) * 0.6931471805599453", "lse = m_i + tl.log(l_i)"),
         ),
+    ),
+    Variant(
+        "the Triton kernel with an additive -inf bias instead of tl.where on the scores",
+        TRITON,
+        edits=(('s = tl.where(allowed, s, float("-inf"))', 's += tl.where(allowed, 0.0, float("-inf"))  # an additive mask bias'),),
+    ),
+    Variant(
+        "the Triton kernel reads K and V through tensor descriptors (zero padding past the edges)",
+        TRITON,
+        edits=(
+            (
+                TRITON_KEY_LOOP,
+                """    k_desc = tl.make_tensor_descriptor(
+        K + b * stride_kb + h * stride_kh, shape=[T_k, head_dim], strides=[stride_kt, 1], block_shape=[BLOCK_N, BLOCK_D]
+    )
+    v_desc = tl.make_tensor_descriptor(
+        V + b * stride_vb + h * stride_vh, shape=[T_k, head_dim], strides=[stride_vt, 1], block_shape=[BLOCK_N, BLOCK_D]
+    )
+"""
+                + TRITON_KEY_LOOP,
+            ),
+            (
+                """        k_ptrs = K + b * stride_kb + h * stride_kh + keys[None, :] * stride_kt + dims[:, None] * stride_kd
+        k = tl.load(k_ptrs, mask=(keys[None, :] < T_k) & (dims[:, None] < head_dim), other=0.0)  # [BLOCK_D, BLOCK_N]
+""",
+                "        k = tl.trans(k_desc.load([k_start, 0]))  # [BLOCK_D, BLOCK_N]: zeros past T_k and head_dim\n",
+            ),
+            (
+                """        v_ptrs = V + b * stride_vb + h * stride_vh + keys[:, None] * stride_vt + dims[None, :] * stride_vd
+        v = tl.load(v_ptrs, mask=(keys[:, None] < T_k) & (dims[None, :] < head_dim), other=0.0)  # [BLOCK_N, BLOCK_D]
+""",
+                "        v = v_desc.load([k_start, 0])  # [BLOCK_N, BLOCK_D]\n",
+            ),
+        ),
+    ),
+    Variant(
+        "flash_attention_triton with 32-row query tiles and 16-key tiles in the interpreter",
+        TRITON,
+        edits=(("block = 64 if Q.is_cuda else 16", "block = 64 if Q.is_cuda else 32"), ("BLOCK_N=block,", "BLOCK_N=block // 2,")),
     ),
     # The warm-up kernels, written differently.
     Variant(
