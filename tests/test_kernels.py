@@ -286,3 +286,41 @@ def test_check_kernel_ops_tells_one_pass_from_three():
         check_kernel_ops(_row_softmax_launcher(three_pass_rows), x, most={"three_pass_rows": limits["three_pass_rows"]})
     with pytest.raises(AssertionError, match="did not start the kernel"):
         check_kernel_ops(_row_softmax_launcher(online_rows), x, most={"three_pass_rows": {"loads": 2}})
+
+
+@pytest.fixture(scope="module")
+def backward_solution(repo_root):
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("COURSE_SOLUTIONS_DIR", str(repo_root / "solutions"))
+        return load_solution("08_flash_backward")
+
+
+@pytest.mark.parametrize("function", ["FlashAttention", "FlashAttentionTriton"])
+@pytest.mark.parametrize("is_causal", [False, True])
+def test_a_projects_own_flash_attention_test_passes_with_either_function(backward_solution, function, is_causal):
+    """Written as a course or project tests its FlashAttention: [batch, seq, d], apply(Q, K, V, is_causal), backward.
+
+    The reference is attention written out by hand, not SDPA, so the two Functions are checked against
+    the definition. Both must be drop-ins for the same interface (08's FlashAttentionTriton once raised here).
+    """
+    apply = getattr(backward_solution, function).apply
+    generator = torch.Generator().manual_seed(0)
+    B, T, d = 2, 24, 16
+    device = "cuda" if ON_GPU else "cpu"
+    q, k, v = (torch.randn(B, T, d, generator=generator).to(device).requires_grad_() for _ in range(3))
+    dO = torch.randn(B, T, d, generator=generator).to(device)
+
+    def by_hand(q, k, v):
+        scores = q @ k.transpose(-2, -1) / d**0.5
+        if is_causal:
+            scores = scores.masked_fill(torch.ones(T, T, dtype=torch.bool, device=device).triu(1), float("-inf"))
+        return torch.softmax(scores, dim=-1) @ v
+
+    out = apply(q, k, v, is_causal)
+    assert out.shape == (B, T, d)
+    grads = torch.autograd.grad(out, (q, k, v), dO)
+    expected = by_hand(q, k, v)
+    tol = dict(rtol=2e-2, atol=2e-2) if ON_GPU else dict(rtol=1e-4, atol=1e-4)  # TF32 products on a GPU
+    torch.testing.assert_close(out, expected, **tol)
+    for got, want in zip(grads, torch.autograd.grad(expected, (q, k, v), dO)):
+        torch.testing.assert_close(got, want, **tol)
