@@ -741,7 +741,7 @@ def _gpu_builds(
     """
     from .kernels import ARCHES, STUB_LINE, launcher_builds
 
-    gpu = {"sm_80": "an A100", "sm_90": "an H100"}.get(arch, arch)
+    gpu = {"sm_80": "an A100", "sm_89": "an L4", "sm_90": "an H100"}.get(arch, arch)
 
     def compile_instead(student: Callable[..., Any]) -> Callable[..., Any]:
         return lambda *a, **k: launcher_builds(student, *a, arch=arch, **k)

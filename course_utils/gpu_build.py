@@ -18,7 +18,7 @@ import sys
 import tempfile
 from typing import Any
 
-ARCHES = {"sm_80": 80, "sm_90": 90}  # A100 and H100: the GPUs the course's kernels must build for
+ARCHES = {"sm_80": 80, "sm_89": 89, "sm_90": 90}  # A100, L4 (Colab's paid GPU) and H100: what the kernels must build for
 
 
 def _ptxas_report(ptx: str, arch: str) -> tuple[int | None, int | None]:

@@ -95,14 +95,54 @@ class MissingKernel:
         raise ImportError(f"{getattr(self.fn, '__name__', 'this kernel')}: {INSTALL_TRITON}")
 
 
-def import_triton() -> tuple[Any, Any]:
-    """``(triton, triton.language)``, with Triton's interpreter on where there is no CUDA GPU.
+# Triton compiles for NVIDIA GPUs of compute capability 8.0 (A100) and newer since Triton 3.3. Colab's
+# free T4 is 7.5: its fp16 tl.dot fails in the compiler, and Triton's maintainers will not fix it.
+MIN_CAPABILITY = (8, 0)
+
+
+@dataclass(frozen=True)
+class KernelBackend:
+    """Where this machine runs Triton kernels, and why."""
+
+    native: bool  # True: compiled for this machine's GPU; False: Triton's interpreter, on the CPU
+    reason: str  # one line for the reader
+
+    @property
+    def label(self) -> str:
+        return "natively on the GPU" if self.native else f"in Triton's interpreter on the CPU ({self.reason})"
+
+
+def choose_backend(cuda: bool, capability: tuple[int, int] | None = None, name: str = "") -> KernelBackend:
+    """The backend for a machine with (or without) a CUDA GPU of this compute capability."""
+    if not cuda:
+        return KernelBackend(False, "no CUDA GPU here; TRITON_INTERPRET=1, float32, small sizes")
+    if capability is not None and tuple(capability) < MIN_CAPABILITY:
+        gpu = f"{name} (sm_{capability[0]}{capability[1]})" if name else f"sm_{capability[0]}{capability[1]}"
+        return KernelBackend(
+            False,
+            f"this GPU, {gpu}, is older than Triton supports (sm_80 and newer): the kernels run in the "
+            "interpreter instead, and the PyTorch sections still use the GPU",
+        )
+    return KernelBackend(True, "")
+
+
+def this_machine() -> KernelBackend:
+    cuda = torch.cuda.is_available()
+    if not cuda:
+        return choose_backend(False)
+    return choose_backend(True, torch.cuda.get_device_capability(), torch.cuda.get_device_name())
+
+
+def import_triton(backend: KernelBackend | None = None) -> tuple[Any, Any]:
+    """``(triton, triton.language)``, with Triton's interpreter on wherever kernels cannot run natively.
 
     The interpreter must be chosen before Triton is imported, which is why notebooks import it
-    through here. Where Triton is not installed, stand-ins keep the notebook running up to the
+    through here: no CUDA GPU, or one older than Triton supports (Colab's free T4), means the
+    interpreter. Where Triton is not installed, stand-ins keep the notebook running up to the
     first kernel launch, which then says what to install.
     """
-    if not torch.cuda.is_available():
+    backend = backend or this_machine()
+    if not backend.native:
         os.environ["TRITON_INTERPRET"] = "1"  # run kernels on the CPU, in float32, as the grader does
     try:
         import triton
@@ -389,6 +429,9 @@ def launcher_builds(launcher: Any, *args: Any, arch: str = "sm_90", **kwargs: An
     return [build.as_data() for build in run_builds(jobs)]
 
 
-# What notebooks import: ``from course_utils.kernels import launch, tl, triton``.
-triton, tl = import_triton()
+# What notebooks import: ``from course_utils.kernels import launch, tl, triton`` (and KERNELS_NATIVE,
+# True where kernels run on the GPU: tensors for them go there; elsewhere they stay on the CPU).
+KERNEL_BACKEND = this_machine()
+triton, tl = import_triton(KERNEL_BACKEND)
 HAVE_TRITON = not isinstance(triton, MissingTriton)
+KERNELS_NATIVE = HAVE_TRITON and KERNEL_BACKEND.native

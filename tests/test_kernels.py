@@ -95,7 +95,7 @@ def solution_launches(solution):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
+@pytest.mark.parametrize("arch", ["sm_80", "sm_89", "sm_90"])
 def test_solution_kernels_compile_for_gpus_without_spills(solution, arch):
     from course_utils.kernels import build_jobs, capturing_launches, run_builds
 
@@ -210,7 +210,7 @@ def test_fast_kernel_natively_on_the_gpu(solution, dtype, tol, causal):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
+@pytest.mark.parametrize("arch", ["sm_80", "sm_89", "sm_90"])
 def test_every_tile_the_fast_kernel_may_pick_compiles_without_spills(solution, arch, monkeypatch):
     # The autotuner picks among the tiles the pruner keeps for a head dim; each must build for real GPUs.
     # Causal with a ragged T_k compiles both stages of the loop, masked and unmasked.
@@ -324,3 +324,21 @@ def test_a_projects_own_flash_attention_test_passes_with_either_function(backwar
     torch.testing.assert_close(out, expected, **tol)
     for got, want in zip(grads, torch.autograd.grad(expected, (q, k, v), dO)):
         torch.testing.assert_close(got, want, **tol)
+
+
+def test_a_gpu_older_than_triton_supports_falls_back_to_the_interpreter(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Colab's free T4 (sm_75): kernels run in the interpreter with a one-line reason, never a compiler error."""
+    from course_utils import kernels
+
+    t4 = kernels.choose_backend(True, (7, 5), "Tesla T4")
+    assert not t4.native and "Tesla T4 (sm_75)" in t4.reason and "interpreter" in t4.label
+    assert kernels.choose_backend(True, (8, 0), "NVIDIA A100").native  # A100, L4 (8.9), H100 (9.0): native
+    assert kernels.choose_backend(True, (8, 9), "NVIDIA L4").native and kernels.choose_backend(True, (9, 0)).native
+    assert not kernels.choose_backend(False).native
+    monkeypatch.delenv("TRITON_INTERPRET", raising=False)
+    kernels.import_triton(t4)  # what the notebooks' import does on a T4: the interpreter, chosen before Triton loads
+    assert os.environ["TRITON_INTERPRET"] == "1"
+    monkeypatch.setattr(kernels.torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(kernels.torch.cuda, "get_device_capability", lambda: (7, 5))
+    monkeypatch.setattr(kernels.torch.cuda, "get_device_name", lambda: "Tesla T4")
+    assert kernels.this_machine() == t4
