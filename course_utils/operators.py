@@ -11,6 +11,7 @@ import os
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any
 
 
@@ -39,6 +40,36 @@ def aten_operators(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> list[st
         fn(*args, **kwargs)
     names = (event.name.removeprefix("aten::") for event in trace.events() if event.name.startswith("aten::"))
     return list(dict.fromkeys(names))
+
+
+@dataclass(frozen=True)
+class OperatorTime:
+    """One operator's share of a profiled call: its own time (not its children's), summed over its calls."""
+
+    name: str
+    calls: int
+    self_ms: float  # on the GPU when one ran the call, else on the CPU
+
+
+def time_by_operator(fn: Callable[..., Any], *args: Any, top: int = 8, **kwargs: Any) -> list[OperatorTime]:
+    """Where the time of ``fn(*args, **kwargs)`` goes, from ``torch.profiler``: the ``top`` operators and
+    kernels by their own time, largest first. On a GPU the kernels' device time counts (a Triton kernel
+    shows under its own name); on a CPU, each ATen operator's CPU time.
+    """
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+
+    on_gpu = torch.cuda.is_available()
+    activities = [ProfilerActivity.CPU, ProfilerActivity.CUDA] if on_gpu else [ProfilerActivity.CPU]
+    with _stderr_silenced(), profile(activities=activities) as trace:
+        fn(*args, **kwargs)
+        if on_gpu:
+            torch.cuda.synchronize()
+    rows = [
+        OperatorTime(event.key, event.count, (event.self_device_time_total if on_gpu else event.self_cpu_time_total) / 1e3)
+        for event in trace.key_averages()
+    ]
+    return sorted((row for row in rows if row.self_ms > 0), key=lambda row: -row.self_ms)[:top]
 
 
 # --- built-ins by any name: the kernels that ran, not the Python names that were called ---------------

@@ -764,3 +764,13 @@ def test_no_builtin_sees_sdpa_through_torch_c():
             q,
             builtins=["torch.nn.functional.scaled_dot_product_attention"],
         )
+
+
+def test_time_by_operator_names_where_the_time_goes_and_prints_nothing(capfd):
+    from course_utils.operators import time_by_operator
+
+    a = torch.randn(192, 192)
+    rows = time_by_operator(lambda: [torch.softmax(a @ a @ a, dim=-1) for _ in range(3)], top=3)
+    assert rows[0].name == "aten::mm" and rows[0].calls == 6  # two products a call, three calls: the most time
+    assert len(rows) == 3 and all(r.self_ms >= s.self_ms for r, s in zip(rows, rows[1:]))
+    assert capfd.readouterr().err == ""  # the profiler's own notices never reach a notebook's stderr
