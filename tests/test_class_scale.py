@@ -35,7 +35,7 @@ def test_a_rerun_grades_only_what_changed(bad_class: GradedClass, tmp_path: Path
 
     # One student hands in again (the solution now): only that submission is graded.
     submissions = tmp_path / "submissions"
-    shutil.copytree(bad_class.submissions, submissions)
+    shutil.copytree(bad_class.submissions, submissions, symlinks=True)  # a link stays a link (refused), as handed in
     shutil.copyfile(submissions / "ok student" / f"{FIRST}.ipynb", submissions / "nan-outputs" / f"{FIRST}.ipynb")
     third = grade(submissions, out, **options)
     assert third.reused == len(bad_class.report.grades) - 1
