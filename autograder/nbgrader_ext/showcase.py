@@ -19,7 +19,7 @@ SHOWCASE_TAG = "showcase"
 WITHHELD_NOTE = (
     "*The solutions notebook has code here: {what}. It is not graded, and it is left out of this version "
     "because it would give away an exercise. Once you have done yours, read it on the course's solutions site "
-    "(the course README, section \"Self-learners\"), or ask your instructor when they share the solutions.*"
+    '(the course README, section "Self-learners"), or ask your instructor when they share the solutions.*'
 )
 
 
