@@ -77,6 +77,7 @@ def time_by_operator(fn: Callable[..., Any], *args: Any, top: int = 8, **kwargs:
 # A range the tests' stand-ins run in (see ``recording._standing_in``): what runs inside it is the
 # course's, never the student's, so its kernels are not held against the student.
 STAND_IN_RANGE = "course_utils.stand_in"
+_shields_opened = [0]  # ranges the stand-ins opened: a student's own range of that name is one too many
 
 # The ATen operators that compute each forbidden built-in. A Python-name tripwire misses the other
 # routes (a default argument bound before the test, a closure, ``torch.ops.aten._softmax``,
@@ -125,10 +126,13 @@ def builtin_kernels_run(paths: tuple[str, ...]) -> Iterator[list[str]]:
     if not wanted:
         yield found
         return
+    opened_before = _shields_opened[0]
     with _stderr_silenced(), profile() as trace:
         yield found
     events = trace.events()
     shielded = [(e.time_range.start, e.time_range.end) for e in events if e.name == STAND_IN_RANGE]
+    if len(shielded) > _shields_opened[0] - opened_before:
+        shielded = []  # a range of that name that no stand-in opened: forged, so nothing is shielded
     for event in events:
         operator = event.name.removeprefix("aten::")
         if not event.name.startswith("aten::") or operator not in wanted:
@@ -146,6 +150,7 @@ def shielded(fn: Callable[..., Any]) -> Callable[..., Any]:
 
     @functools.wraps(fn)
     def run(*args: Any, **kwargs: Any) -> Any:
+        _shields_opened[0] += 1
         with record_function(STAND_IN_RANGE):
             return fn(*args, **kwargs)
 

@@ -104,6 +104,8 @@ def test_calling_the_builtin_kernel_is_a_named_mistake() -> None:
         ("check_close = lambda *args, **kwargs: True", True),
         ("torch.testing.assert_close = lambda *a, **k: None", True),
         ("setattr(torch, 'allclose', lambda *a, **k: True)", True),
+        ('with torch.profiler.record_function("course_utils.stand_in"):', True),  # hiding a built-in from its check
+        ("course_utils.operators._shields_opened[0] += 1", True),
         ("check_close(out, expected, label='mine')", False),  # a student checking their own work
         ('check_my_work("01_soft_dictionary_lookup");', False),  # the notebook's self-check cell
         ("ok = check_close(out, expected, label='mine')", False),

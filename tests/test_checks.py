@@ -752,6 +752,22 @@ def test_no_builtin_has_no_false_alarm_for_honest_code_or_the_tests_stand_ins():
     assert check_no_builtin(uses_a_helper, torch.randn(3, 4), builtins=SOFTMAX_BUILTINS, stand_ins=SOFTMAX_STAND_IN)
 
 
+def test_no_builtin_sees_through_a_forged_stand_in_range():
+    from torch.profiler import record_function
+
+    from course_utils.checks import check_no_builtin
+    from course_utils.operators import STAND_IN_RANGE
+
+    bound_early = torch.softmax
+
+    def hidden(x, dim=-1, _sm=bound_early):
+        with record_function(STAND_IN_RANGE):  # claims to be the course's stand-in
+            return _sm(x, dim)
+
+    with pytest.raises(AssertionError, match=r"as aten::_?softmax"):
+        check_no_builtin(hidden, torch.randn(3, 4), builtins=SOFTMAX_BUILTINS)
+
+
 def test_no_builtin_sees_sdpa_through_torch_c():
     from course_utils.checks import check_no_builtin
 

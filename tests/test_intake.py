@@ -110,8 +110,8 @@ def test_a_zip_with_a_wrapping_folder_and_zips_inside(tmp_path: Path) -> None:
         z.writestr("Assignment 1/__MACOSX/._junk.ipynb", "junk")
         z.writestr("Assignment 1/../../escape.ipynb", "outside")  # a hostile path stays inside the extraction
     before = sorted(p.name for p in tmp_path.iterdir())
-    with opened(archive) as root:
-        intake = take_in(root, ASSIGNMENTS, FUNCTIONS)
+    with opened(archive) as received:
+        intake = take_in(received, ASSIGNMENTS, FUNCTIONS)
         assert sorted(intake.chosen) == [("jones", FIRST), ("smith", FIRST)]
         assert [h.received_as for h, _ in intake.unplaced] == ["escape.ipynb"]
     assert sorted(p.name for p in tmp_path.iterdir()) == before  # nothing extracted beside the original
@@ -189,9 +189,9 @@ def test_a_zip_bomb_is_refused_entry_by_entry_and_the_honest_notebook_is_kept(tm
         },
     )
     limits = ArchiveLimits(entry_bytes=1 << 20, total_bytes=64 << 20, entries=100)
-    with opened(archive, limits) as root:
-        intake = take_in(root, ASSIGNMENTS, FUNCTIONS)
-        written = sum(p.stat().st_size for p in root.rglob("*") if p.is_file())
+    with opened(archive, limits) as received:
+        intake = take_in(received, ASSIGNMENTS, FUNCTIONS)
+        written = sum(p.stat().st_size for p in received.root.rglob("*") if p.is_file())
     assert sorted(intake.chosen) == [("smith", FIRST)]
     assert intake.refused[("bomb", FIRST)] == f"'bomb/{FIRST}.ipynb': not extracted: it inflates to more than 1 MiB, the limit for one file"
     assert ("nested", FIRST) in intake.refused
@@ -211,9 +211,9 @@ def test_a_lying_zip_is_counted_as_it_inflates(tmp_path: Path) -> None:
     assert data.count(declared) == 2  # the local header and the central directory
     data[:] = data.replace(declared, (100).to_bytes(4, "little"))  # claim 100 bytes
     archive.write_bytes(bytes(data))
-    with opened(archive, ArchiveLimits(entry_bytes=1 << 20, total_bytes=8 << 20, entries=10)) as root:
-        intake = take_in(root, ASSIGNMENTS, FUNCTIONS)
-        assert not any(p.stat().st_size > 100 for p in root.rglob("*.ipynb"))
+    with opened(archive, ArchiveLimits(entry_bytes=1 << 20, total_bytes=8 << 20, entries=10)) as received:
+        intake = take_in(received, ASSIGNMENTS, FUNCTIONS)
+        assert not any(p.stat().st_size > 100 for p in received.root.rglob("*.ipynb"))
     assert intake.refused[("liar", FIRST)].startswith(f"'liar/{FIRST}.ipynb': not extracted")
     assert not intake.chosen
 
@@ -223,14 +223,14 @@ def test_too_many_entries_and_too_many_bytes_in_all_are_refused(tmp_path: Path) 
 
     honest = nbformat.writes(released(FIRST)).encode()
     entries = {f"s{i}/{FIRST}.ipynb": honest for i in range(5)}
-    with opened(_zip(tmp_path / "many.zip", entries), ArchiveLimits(entry_bytes=1 << 20, total_bytes=64 << 20, entries=3)) as root:
-        intake = take_in(root, ASSIGNMENTS, FUNCTIONS)
+    with opened(_zip(tmp_path / "many.zip", entries), ArchiveLimits(entry_bytes=1 << 20, total_bytes=64 << 20, entries=3)) as received:
+        intake = take_in(received, ASSIGNMENTS, FUNCTIONS)
     assert sorted(s for s, _ in intake.chosen) == ["s0", "s1", "s2"]
     assert sorted(s for s, _ in intake.refused) == ["s3", "s4"] and "more than 3 files" in intake.refused[("s3", FIRST)]
     with opened(
         _zip(tmp_path / "big.zip", entries), ArchiveLimits(entry_bytes=1 << 20, total_bytes=2 * len(honest) + 1, entries=99)
-    ) as root:
-        intake = take_in(root, ASSIGNMENTS, FUNCTIONS)
+    ) as received:
+        intake = take_in(received, ASSIGNMENTS, FUNCTIONS)
     assert len(intake.chosen) == 2 and len(intake.refused) == 3
     assert "inflate to more than" in next(iter(intake.refused.values()))
 
@@ -241,8 +241,8 @@ def test_links_are_never_followed(tmp_path: Path) -> None:
     (submissions / "linker").mkdir()
     (submissions / "linker" / f"{FIRST}.ipynb").symlink_to(SOLUTIONS_DIR / FIRST / f"{FIRST}.ipynb")
     (submissions / "folder-link").symlink_to(SOLUTIONS_DIR / FIRST)  # a whole folder, linked
-    with opened(submissions) as root:
-        intake = take_in(root, ASSIGNMENTS, FUNCTIONS)
+    with opened(submissions) as received:
+        intake = take_in(received, ASSIGNMENTS, FUNCTIONS)
     assert sorted(intake.chosen) == [("honest", FIRST)]
     assert "a symbolic link" in intake.refused[("linker", FIRST)]
     assert [h.received_as for h, _ in intake.unplaced_refused] == ["folder-link"]
@@ -250,6 +250,6 @@ def test_links_are_never_followed(tmp_path: Path) -> None:
     archive = _zip(tmp_path / "with-links.zip", {f"zipped/{FIRST}.ipynb": nbformat.writes(released(FIRST)).encode()})
     shutil_copy = submissions / "class.zip"
     shutil_copy.write_bytes(archive.read_bytes())  # a zip beside the links: the folder is copied, links stay links
-    with opened(submissions) as root:
-        intake = take_in(root, ASSIGNMENTS, FUNCTIONS)
+    with opened(submissions) as received:
+        intake = take_in(received, ASSIGNMENTS, FUNCTIONS)
     assert ("linker", FIRST) in intake.refused and ("linker", FIRST) not in intake.chosen

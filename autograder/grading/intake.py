@@ -27,6 +27,7 @@ import shutil
 import tempfile
 import time
 import zipfile
+import zlib
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
@@ -67,7 +68,7 @@ class Intake:
     unplaced: list[tuple[Handin, str]] = field(default_factory=list)  # (hand-in, why no student or assignment could be read off it)
     folders: set[str] = field(default_factory=set)  # students with a folder, notebooks in it or not
     # Files that were received but not read (over an archive limit, a link): why, by (student, assignment)
-    # when that could be read off the name; the others are in ``unplaced`` with ``refused=True``.
+    # when that could be read off the name; the others in ``unplaced_refused``.
     refused: dict[tuple[str, str], str] = field(default_factory=dict)
     unplaced_refused: list[tuple[Handin, str]] = field(default_factory=list)
 
@@ -128,9 +129,6 @@ def assignment_by_content(path: Path, graded_functions: dict[str, set[str]]) -> 
     return best if best is not None and share[best] >= 0.5 else None
 
 
-REFUSED_NOTE = ".attention-intake-refused"  # inside the scratch copy: what extraction refused, one "name\treason" per line
-
-
 @dataclass
 class Extraction:
     """How much of the archives has been written, across nested zips, against the limits."""
@@ -141,14 +139,19 @@ class Extraction:
     refused: list[tuple[str, str]] = field(default_factory=list)  # (path as received, why)
 
 
-@contextmanager
-def opened(submissions: Path, limits: ArchiveLimits = ARCHIVE_LIMITS) -> Iterator[Path]:
-    """A folder to read SUBMISSIONS from: itself, or a private extraction of a zip (nested zips too).
+@dataclass(frozen=True)
+class Received:
+    """What ``opened`` gives: a folder to read, and the entries extraction refused to write (path as received, why)."""
 
-    What extraction refused is listed in the folder's ``REFUSED_NOTE`` file, which ``take_in`` reads.
-    """
+    root: Path
+    refused: tuple[tuple[str, str], ...] = ()
+
+
+@contextmanager
+def opened(submissions: Path, limits: ArchiveLimits = ARCHIVE_LIMITS) -> Iterator[Received]:
+    """A folder to read SUBMISSIONS from: itself, or a private extraction of a zip (nested zips too)."""
     if submissions.is_dir() and not any(submissions.rglob("*.zip")):
-        yield submissions
+        yield Received(submissions)
         return
     scratch = Path(tempfile.mkdtemp(prefix="attention-intake-"))
     try:
@@ -161,10 +164,7 @@ def opened(submissions: Path, limits: ArchiveLimits = ARCHIVE_LIMITS) -> Iterato
         for inner in sorted(p for p in root.rglob("*.zip") if not p.is_symlink()):  # one zip per student inside an LMS zip
             _extract(inner, inner.with_suffix(""), extraction, prefix=inner.relative_to(root).with_suffix("").as_posix() + "/")
             inner.unlink()
-        if extraction.refused:
-            lines = (f"{name}\t{why}" for name, why in extraction.refused)
-            (root / REFUSED_NOTE).write_text("\n".join(lines) + "\n", encoding="utf-8")
-        yield root
+        yield Received(root, tuple(extraction.refused))
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
 
@@ -226,7 +226,7 @@ def _copy_limited(zipped: zipfile.ZipFile, member: zipfile.ZipInfo, destination:
                 if written > room:
                     break
                 sink.write(chunk)
-    except (zipfile.BadZipFile, OSError, EOFError, zlib_error()) as error:
+    except (zipfile.BadZipFile, OSError, EOFError, zlib.error) as error:
         destination.unlink(missing_ok=True)
         return f"not extracted: the entry is damaged ({type(error).__name__})"
     if written > room:
@@ -234,12 +234,6 @@ def _copy_limited(zipped: zipfile.ZipFile, member: zipfile.ZipInfo, destination:
         return f"not extracted: {too_big}"
     extraction.written += written
     return ""
-
-
-def zlib_error() -> type[Exception]:
-    import zlib
-
-    return zlib.error
 
 
 def _zip_time(member: zipfile.ZipInfo) -> float | None:
@@ -283,15 +277,10 @@ def links(root: Path) -> list[Path]:
     return sorted(path for path in root.rglob("*") if path.is_symlink() and not _skipped(path, root))
 
 
-def refused_files(root: Path) -> list[tuple[Path, str]]:
+def refused_files(received: Received) -> list[tuple[Path, str]]:
     """(path as received, why) for what intake will not read: links, and what extraction refused."""
-    found = [(path, "a symbolic link, not a file: links are never followed") for path in links(root)]
-    note = root / REFUSED_NOTE
-    if note.is_file() and not note.is_symlink():
-        for line in note.read_text(encoding="utf-8").splitlines():
-            name, _, why = line.partition("\t")
-            found.append((root / name, why))
-    return found
+    found = [(path, "a symbolic link, not a file: links are never followed") for path in links(received.root)]
+    return found + [(received.root / name, why) for name, why in received.refused]
 
 
 def place(path: Path, root: Path, known: list[str], pattern: re.Pattern[str], graded_functions: dict[str, set[str]]) -> Handin:
@@ -318,13 +307,16 @@ def place(path: Path, root: Path, known: list[str], pattern: re.Pattern[str], gr
     return Handin(path=path, received_as=received, student=student, assignment=assignment, notes=tuple(notes))
 
 
-def take_in(root: Path, known: list[str], graded_functions: dict[str, set[str]], student_pattern: str = DEFAULT_STUDENT_PATTERN) -> Intake:
+def take_in(
+    received: Received | Path, known: list[str], graded_functions: dict[str, set[str]], student_pattern: str = DEFAULT_STUDENT_PATTERN
+) -> Intake:
     """Place every notebook under ``root``; keep one per (student, assignment), the rest explained."""
     pattern = re.compile(student_pattern)
     if "student" not in pattern.groupindex:
         raise ValueError(f"--student-pattern {student_pattern!r} needs a named group (?P<student>...)")
-    refused = refused_files(root)  # before unwrapping: the note of what extraction refused is at the top
-    root = unwrap(root, pattern)
+    received = received if isinstance(received, Received) else Received(received)
+    refused = refused_files(received)  # before unwrapping: named from the top of what was received
+    root = unwrap(received.root, pattern)
     intake = Intake()
     for folder in root.iterdir():  # a student folder without a notebook still gets its rows
         if folder.is_dir() and not folder.is_symlink() and folder.name not in SKIPPED_PARTS and not folder.name.startswith("."):

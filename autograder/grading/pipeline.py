@@ -105,8 +105,8 @@ def grade(
     functions = {name: set(spec.functions) for name, spec in all_specs.items()}
     options = GradingOptions(cell_timeout=cell_timeout, memory_limit=memory_limit, feedback=feedback, sealed=sandbox)
 
-    with opened(submissions) as root:
-        intake = take_in(root, known, functions, student_pattern)
+    with opened(submissions) as received:
+        intake = take_in(received, known, functions, student_pattern)
         names = assignments or sorted({a for _, a in intake.chosen}) or known
         specs = {name: all_specs[name] for name in names}
         pairs = [(s, n) for s in intake.students for n in names]
