@@ -44,7 +44,7 @@ INTROSPECTION = re.compile(
     # Ways around the tensor-memory counter (course_utils.memory): code its function mode cannot see.
     r"|\btorch\.jit\b|\bjit\.(?:script|trace)\b|DisableTorchFunction|__torch_function__|_pop_mode|_disable_torch_function"
     # Ways around the built-in check (course_utils.operators): the profiler it reads, and its stand-in range.
-    r"|\bprofiler\b|\brecord_function\b|course_utils\.operators|stand_in"
+    r"|\bprofiler\b|\brecord_function\b|course_utils\.operators|course_utils\.stand_in\b|STAND_IN_RANGE|_shields_opened"
     r"|\b(?:torch|np|numpy|checks|course_utils)(?:\.\w+)*\.(?:allclose|isclose|equal|assert_close|testing|check_\w+|call)\s*=(?!=)"
     r"|^\s*(?:def|class)\s+(?:check_\w+|assert_close|call)\s*[(:]|^\s*(?:check_\w+|assert_close)\s*=(?!=)",
     re.MULTILINE,
