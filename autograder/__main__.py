@@ -30,8 +30,28 @@ def _release(args: argparse.Namespace) -> int:
             return 1
         print("notebooks/ is in sync with solutions/.")
         return 0
+    from course_utils.colab import AddressError, course_address, parse_address, write_address
+
+    if args.repo_url:
+        try:
+            write_address(parse_address(args.repo_url, args.branch or "main"))
+        except AddressError as error:
+            print(f"release: {error}", file=sys.stderr)
+            return 2
+    elif args.branch:
+        print("release: --branch goes with --repo-url", file=sys.stderr)
+        return 2
+    address = course_address()
     names = release()
     print(f"released {len(names)} notebook(s) into notebooks/: {', '.join(names)}")
+    if address.is_set:
+        print(f"Colab badges and setup cells point at {address.repository} (branch {address.branch}).")
+    else:
+        print(
+            "warning: no course address is set, so the notebooks have no Colab badge and their setup cell cannot install "
+            "the course on Colab. Set it once: python -m autograder release --repo-url https://github.com/OWNER/REPO",
+            file=sys.stderr,
+        )
     return 0
 
 
@@ -105,6 +125,10 @@ def main(argv: list[str] | None = None) -> int:
 
     release = commands.add_parser("release", help="regenerate notebooks/ from solutions/ with nbgrader")
     release.add_argument("--check", action="store_true", help="change nothing; exit 1 and name each stale notebook")
+    release.add_argument(
+        "--repo-url", help="the course's GitHub address (https://github.com/OWNER/REPO), kept in course.toml for every later release"
+    )
+    release.add_argument("--branch", help="the branch Colab opens (with --repo-url; default main)")
     release.set_defaults(run=_release)
 
     grade = commands.add_parser("grade", help="autograde a folder with one sub-folder per student")

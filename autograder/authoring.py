@@ -8,9 +8,13 @@ The ``.ipynb`` files in ``solutions/`` are the source of truth; edit them in Jup
 from __future__ import annotations
 
 import textwrap
+from typing import TYPE_CHECKING
 
 import nbformat
 from nbformat.notebooknode import NotebookNode
+
+if TYPE_CHECKING:
+    from course_utils.colab import CourseAddress
 
 SCHEMA_VERSION = 3  # nbgrader's cell-metadata schema in 0.9.x
 
@@ -48,27 +52,30 @@ SELF_CHECK_INTRO_ID = "self-check-intro"
 SELF_CHECK_ID = "self-check"
 
 
-def stamp_course_cells(nb: NotebookNode, path: str, *, student: bool) -> bool:
+def stamp_course_cells(nb: NotebookNode, path: str, *, student: bool, address: CourseAddress | None = None) -> bool:
     """Put the course's standard cells into ``nb``; ``path`` is its place in the repository.
 
-    First, under the title: the Colab badge and the setup cell, from ``course_utils.colab`` (the
-    repository address lives there alone). Last: the self-check (``course_utils.selfcheck``).
-    Returns whether anything changed; stamping twice changes nothing.
+    First, under the title: the Colab badge and the setup cell, from ``course_utils.colab`` and
+    the course's address (``course.toml`` unless ``address`` is given). Last: the self-check
+    (``course_utils.selfcheck``). Returns whether anything changed; stamping twice changes nothing.
     """
     from course_utils.colab import (
         BADGE_CELL_ID,
         SETUP_CELL_ID,
         badge_markdown,
+        course_address,
         setup_source,
     )
+
+    address = address or course_address()
 
     name = path.rsplit("/", 1)[-1].removesuffix(".ipynb")
     needs_triton = any(
         c.cell_type == "code" and ("import triton" in c.source or "course_utils.kernels import" in c.source) for c in nb.cells
     )
     stamped = {
-        BADGE_CELL_ID: markdown(badge_markdown(path, student=student)),
-        SETUP_CELL_ID: code(setup_source(("kernels",) if needs_triton else ())),
+        BADGE_CELL_ID: markdown(badge_markdown(path, student=student, address=address)),
+        SETUP_CELL_ID: code(setup_source(address, ("kernels",) if needs_triton else ())),
         SELF_CHECK_INTRO_ID: markdown(
             """
             ## Check your work

@@ -1,28 +1,90 @@
 """Opening the notebooks on Google Colab: the badge, the setup cell, and the hand-in instruction.
 
-The repository's address lives here and nowhere else. ``python -m autograder release`` writes
-the first two cells of every notebook from it: a markdown cell with the "Open in Colab" badge
-(pointing at that notebook's own path, ``solutions/`` or ``notebooks/``) and a setup cell that
-installs this package when it is missing, as it is on a fresh Colab runtime.
+The course's public address lives in ``course.toml`` at the repository's root and nowhere else;
+an instructor sets it once with ``python -m autograder release --repo-url URL``. ``release``
+then writes the first two cells of every notebook from it: a markdown cell with the "Open in
+Colab" badge (pointing at that notebook's own path, ``solutions/`` or ``notebooks/``) and a
+setup cell that installs this package when it is missing, as it is on a fresh Colab runtime.
+Without an address the badge is left out and the cells say how to open the notebook by hand.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import sys
+from dataclasses import dataclass
+from pathlib import Path
 
-# The one place to change when the course moves: then run `python -m autograder release`.
-REPOSITORY = "https://github.com/attention-course/attention-from-lookup-to-kernel"
-BRANCH = "main"
 PACKAGE = "attention-course"
 # Where the setup cell installs the package from; tests point it at a local copy of the checkout.
 SOURCE_ENV_VAR = "COURSE_PACKAGE_SOURCE"
+# The course setting: in a checkout, beside solutions/ (course_utils/ is one level down).
+COURSE_FILE = Path(__file__).resolve().parent.parent / "course.toml"
 
 EXTRA_MODULES = {"kernels": "triton"}  # an extra of the package, and the module that shows it is there
 
 BADGE_CELL_ID = "colab-badge"
 SETUP_CELL_ID = "colab-setup"
 BADGE_IMAGE = "https://colab.research.google.com/assets/colab-badge.svg"
+# What a notebook says while no address is set: a test checks that none says it once one is.
+NO_ADDRESS = "this course's address is not set yet"
+
+# Colab opens notebooks from GitHub only; these are GitHub's rules for owner and repository names.
+GITHUB_URL = re.compile(r"https://github\.com/([A-Za-z0-9](?:[A-Za-z0-9-]{0,38}))/([A-Za-z0-9._-]{1,100}?)(?:\.git)?/?")
+BRANCH_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._/-]{0,99}")
+
+
+class AddressError(ValueError):
+    """An address or branch that Colab cannot open, or that could not be written into a notebook safely."""
+
+
+@dataclass(frozen=True)
+class CourseAddress:
+    """Where the course lives on GitHub: ``repository`` is ``https://github.com/OWNER/REPO``, or "" when unset."""
+
+    repository: str = ""
+    branch: str = "main"
+
+    @property
+    def is_set(self) -> bool:
+        return bool(self.repository)
+
+    @property
+    def owner_repo(self) -> str:
+        return self.repository.removeprefix("https://github.com/")
+
+
+def parse_address(url: str, branch: str = "main") -> CourseAddress:
+    """A checked address: only GitHub repositories, in a form that goes into markdown and code as is."""
+    match = GITHUB_URL.fullmatch(url.strip())
+    if match is None:
+        raise AddressError(f"not a GitHub repository address: {url!r} (expected https://github.com/OWNER/REPO)")
+    if not BRANCH_NAME.fullmatch(branch) or ".." in branch:
+        raise AddressError(f"not a branch name: {branch!r}")
+    return CourseAddress(f"https://github.com/{match.group(1)}/{match.group(2)}", branch)
+
+
+def course_address(path: Path | None = None) -> CourseAddress:
+    """The address in ``course.toml``; unset where the file is missing (an installed copy) or empty."""
+    path = path or COURSE_FILE
+    if not path.is_file():
+        return CourseAddress()
+    import tomllib  # Python 3.11+, as the instructor's tools are; notebooks (3.10 too) never read the file
+
+    setting = tomllib.loads(path.read_text())
+    url, branch = str(setting.get("repository", "")), str(setting.get("branch", "main"))
+    return parse_address(url, branch) if url else CourseAddress(branch=branch)
+
+
+def write_address(address: CourseAddress, path: Path | None = None) -> None:
+    """Record the address for every later ``release`` (the values were checked by ``parse_address``)."""
+    (path or COURSE_FILE).write_text(
+        "# The course's public address: every Colab badge, setup cell and the solutions site are written from it.\n"
+        "# Set it with `python -m autograder release --repo-url https://github.com/OWNER/REPO [--branch BRANCH]`.\n"
+        f"repository = {json.dumps(address.repository)}\n"
+        f"branch = {json.dumps(address.branch)}\n"
+    )
 
 
 def on_colab() -> bool:
@@ -30,13 +92,12 @@ def on_colab() -> bool:
     return "google.colab" in sys.modules
 
 
-def colab_url(path: str) -> str:
+def colab_url(path: str, address: CourseAddress) -> str:
     """Colab's address for a notebook of this repository, ``path`` relative to its root."""
-    owner_repo = REPOSITORY.removeprefix("https://github.com/").strip("/")
-    return f"https://colab.research.google.com/github/{owner_repo}/blob/{BRANCH}/{path}"
+    return f"https://colab.research.google.com/github/{address.owner_repo}/blob/{address.branch}/{path}"
 
 
-def badge_markdown(path: str, *, student: bool) -> str:
+def badge_markdown(path: str, *, student: bool, address: CourseAddress) -> str:
     """The first cell: the badge, and what a Colab user must know before starting."""
     name = path.rsplit("/", 1)[-1]
     hand_in = (
@@ -45,14 +106,19 @@ def badge_markdown(path: str, *, student: bool) -> str:
         if student
         else "These are the solutions; the student version is in `notebooks/`."
     )
+    if not address.is_set:
+        return (
+            f"*On Colab*: {NO_ADDRESS}, so there is no link that opens it there. Upload the file instead "
+            f"(**File → Upload notebook**) and ask your instructor how to install the course package. {hand_in}"
+        )
     return (
-        f'<a href="{colab_url(path)}" target="_parent"><img src="{BADGE_IMAGE}" alt="Open In Colab"/></a>\n\n'
+        f'<a href="{colab_url(path, address)}" target="_parent"><img src="{BADGE_IMAGE}" alt="Open In Colab"/></a>\n\n'
         f"*On Colab*: run the setup cell below first; it installs the course package (about half a minute). "
         f"{hand_in}"
     )
 
 
-def setup_source(extras: tuple[str, ...] = ()) -> str:
+def setup_source(address: CourseAddress, extras: tuple[str, ...] = ()) -> str:
     """The setup cell: install the course package where it (or an extra it needs) is missing.
 
     The extras (Triton) ship wheels for Linux only: elsewhere the cell neither asks for them nor
@@ -81,9 +147,16 @@ def setup_source(extras: tuple[str, ...] = ()) -> str:
         lines += ['course_modules = ["course_utils"]', f'requirement = "{PACKAGE}"']
     lines += [
         "if any(importlib.util.find_spec(module) is None for module in course_modules):",
-        f'    source = os.environ.get("{SOURCE_ENV_VAR}") or "git+{REPOSITORY}@{BRANCH}"',
-        '    print(f"installing the course package from {source} ...")',
     ]
+    if address.is_set:
+        lines.append(f'    source = os.environ.get("{SOURCE_ENV_VAR}") or "git+{address.repository}@{address.branch}"')
+    else:
+        lines += [
+            f'    source = os.environ.get("{SOURCE_ENV_VAR}")',
+            "    if not source:",
+            f'        raise RuntimeError("The course package is missing and {NO_ADDRESS}: ask your instructor where to install it from.")',
+        ]
+    lines.append('    print(f"installing the course package from {source} ...")')
     if extras:
         lines += [
             f"    if subprocess.run({install.format('requirement')}).returncode != 0:",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -15,7 +16,7 @@ from autograder.authoring import tests as graded_test_cell
 from autograder.course import list_assignments
 from autograder.settings import REPO_ROOT
 from course_utils import colab, selfcheck
-from course_utils.colab import BADGE_CELL_ID, REPOSITORY, SETUP_CELL_ID, SOURCE_ENV_VAR
+from course_utils.colab import BADGE_CELL_ID, NO_ADDRESS, SETUP_CELL_ID, SOURCE_ENV_VAR, CourseAddress, course_address
 
 NOTEBOOKS = [(folder, name) for folder in ("solutions", "notebooks") for name in list_assignments()]
 
@@ -30,8 +31,12 @@ def test_every_notebook_opens_in_colab_from_its_own_path(folder: str, name: str)
     assert cells[0].source.startswith(f"# {name[:2]} "), "the title stays first"
     badge, setup = cells[1], cells[2]
     assert (badge.get("id"), setup.get("id")) == (BADGE_CELL_ID, SETUP_CELL_ID)
-    assert colab.colab_url(f"{folder}/{name}/{name}.ipynb") in badge.source
-    assert "Open In Colab" in badge.source
+    address = course_address()
+    if address.is_set:
+        assert colab.colab_url(f"{folder}/{name}/{name}.ipynb", address) in badge.source
+        assert "Open In Colab" in badge.source and NO_ADDRESS not in badge.source + setup.source
+    else:
+        assert "Open In Colab" not in badge.source and NO_ADDRESS in badge.source, "no dead badge while the address is unset"
     if folder == "notebooks":
         assert "Download .ipynb" in badge.source and f"`{name}.ipynb`" in badge.source, "students are told how to hand in"
     assert setup.cell_type == "code" and not any(c.cell_type == "code" for c in cells[:2])
@@ -42,18 +47,36 @@ def test_every_notebook_opens_in_colab_from_its_own_path(folder: str, name: str)
 
 
 def test_the_repository_address_is_set_in_one_place() -> None:
+    address = course_address()
+    if not address.is_set:
+        pytest.skip("no course address is set in course.toml")
     tracked = subprocess.run(
         ["git", "ls-files", "--cached", "--others", "--exclude-standard"], cwd=REPO_ROOT, capture_output=True, text=True, check=True
     ).stdout.split()
-    holders = [p for p in tracked if not p.endswith(".ipynb") and REPOSITORY in (REPO_ROOT / p).read_text(errors="ignore")]
-    assert holders == ["course_utils/colab.py"]
+    holders = [p for p in tracked if not p.endswith(".ipynb") and address.repository in (REPO_ROOT / p).read_text(errors="ignore")]
+    assert holders == ["course.toml"]
 
 
 REAL_FIND_SPEC = importlib.util.find_spec  # before any test patches it (a test may run the cell twice)
 
 
+ADDRESS = CourseAddress("https://github.com/example-school/attention-course", "spring")
+
+
+def setup_cell(address: CourseAddress = ADDRESS) -> str:
+    """Notebook 07's setup cell, stamped with ``address``."""
+    nb = read("notebooks", "07_fused_attention")
+    stamp_course_cells(nb, "notebooks/07_fused_attention/07_fused_attention.ipynb", student=True, address=address)
+    return nb.cells[2].source
+
+
 def run_setup_cell(
-    monkeypatch: pytest.MonkeyPatch, *, installed: bool, missing: str = "course_utils", extras_install: bool = True
+    monkeypatch: pytest.MonkeyPatch,
+    *,
+    installed: bool,
+    missing: str = "course_utils",
+    extras_install: bool = True,
+    address: CourseAddress = ADDRESS,
 ) -> list[list[str]]:
     """The pip commands notebook 07's setup cell runs; ``extras_install=False``: pip fails on ``[kernels]``."""
     calls: list[list[str]] = []
@@ -65,7 +88,7 @@ def run_setup_cell(
     monkeypatch.setattr(subprocess, "run", fake_run)
     if not installed:
         monkeypatch.setattr(importlib.util, "find_spec", lambda n, *a: None if n == missing else REAL_FIND_SPEC(n, *a))
-    exec(read("notebooks", "07_fused_attention").cells[2].source, {})
+    exec(setup_cell(address), {})
     return calls
 
 
@@ -79,7 +102,7 @@ def test_setup_cell_installs_the_package_where_it_is_missing(monkeypatch: pytest
     assert calls == [[sys.executable, "-m", "pip", "install", "-q", "attention-course[kernels] @ file:///somewhere/checkout"]]
     assert "installing the course package" in capsys.readouterr().out
     monkeypatch.delenv(SOURCE_ENV_VAR)
-    assert run_setup_cell(monkeypatch, installed=False)[0][-1] == f"attention-course[kernels] @ git+{REPOSITORY}@{colab.BRANCH}"
+    assert run_setup_cell(monkeypatch, installed=False)[0][-1] == f"attention-course[kernels] @ git+{ADDRESS.repository}@spring"
     # Notebook 07 also needs Triton: a runtime with the package but not Triton installs the extra.
     assert run_setup_cell(monkeypatch, installed=False, missing="triton")[0][-1].startswith("attention-course[kernels] @ ")
 
@@ -186,3 +209,51 @@ def test_on_colab_the_first_cell_tells_students_how_to_hand_in(monkeypatch: pyte
     course_utils.init(seed=0)
     out = capsys.readouterr().out
     assert "on Colab" in out and "Download .ipynb, and keep the notebook's file name" in out
+
+
+def test_an_address_set_once_reaches_every_badge_and_setup_cell(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from autograder.release import release
+
+    monkeypatch.setattr(colab, "COURSE_FILE", tmp_path / "course.toml")
+    colab.write_address(colab.parse_address("https://github.com/example-school/attention-course.git/", "spring"))
+    assert course_address() == ADDRESS
+    name = list_assignments()[0]
+    shutil.copytree(REPO_ROOT / "solutions" / name, tmp_path / "solutions" / name)
+    release(tmp_path / "solutions", tmp_path / "notebooks")
+    for folder in ("solutions", "notebooks"):
+        text = (tmp_path / folder / name / f"{name}.ipynb").read_text()
+        assert NO_ADDRESS not in text, f"{folder}: the unset-address note stayed after an address was set"
+        url = colab.colab_url(f"{folder}/{name}/{name}.ipynb", ADDRESS)
+        assert url in text and f"git+{ADDRESS.repository}@spring" in text, f"{folder}: the badge or setup cell misses the address"
+
+
+@pytest.mark.parametrize(
+    ("url", "branch"),
+    [
+        ("https://gitlab.com/a/b", "main"),  # Colab opens GitHub only
+        ("http://github.com/a/b", "main"),
+        ('https://github.com/a/b"><script>alert(1)</script>', "main"),  # written into markdown and code as is
+        ("https://github.com/a/b", 'main" + __import__("os").system("x") + "'),
+        ("https://github.com/a/b/tree/main", "main"),
+        ("https://github.com/a/b", "../../etc"),
+    ],
+)
+def test_an_address_that_colab_cannot_open_or_that_would_break_a_cell_is_refused(url: str, branch: str) -> None:
+    with pytest.raises(colab.AddressError):
+        colab.parse_address(url, branch)
+
+
+def test_release_without_an_address_warns_and_with_a_bad_one_refuses(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys) -> None:
+    import autograder.release
+    from autograder.__main__ import main
+
+    monkeypatch.setattr(colab, "COURSE_FILE", tmp_path / "course.toml")
+    monkeypatch.setattr(autograder.release, "release", lambda: ["01_x"])  # the stamping itself is tested above
+    assert main(["release"]) == 0
+    assert "no course address is set" in capsys.readouterr().err
+    assert main(["release", "--repo-url", "https://example.com/a/b"]) == 2
+    assert "not a GitHub repository address" in capsys.readouterr().err and not (tmp_path / "course.toml").exists()
+    assert main(["release", "--repo-url", "https://github.com/example-school/attention-course", "--branch", "spring"]) == 0
+    out = capsys.readouterr()
+    assert "point at https://github.com/example-school/attention-course" in out.out and "warning" not in out.err
+    assert course_address() == ADDRESS
