@@ -65,7 +65,12 @@ def run_notebook(
         allow_errors=allow_errors,
         resources={"metadata": {"path": str(path.parent)}},
     )
-    client.execute(env=env)
+    try:
+        client.execute(env=env)
+    finally:
+        # nbclient shuts down only the kernels it started itself: one handed in is ours to stop.
+        if kernel_manager is not None and kernel_manager.has_kernel:
+            kernel_manager.shutdown_kernel(now=True)
     return notebook
 
 

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Iterator
 
 import nbformat
 import pytest
@@ -25,6 +26,30 @@ if TYPE_CHECKING:
 # (a developer's shortcut: CI never sets it, and then every assignment is tested).
 ONLY = [prefix.strip() for prefix in os.environ.get("COURSE_TEST_ONLY", "").split(",") if prefix.strip()]
 ASSIGNMENTS = [name for name in list_assignments(SOLUTIONS_DIR) if not ONLY or name[:2] in ONLY]
+
+
+@pytest.fixture(scope="session", autouse=True)
+def no_kernel_outlives_the_session() -> Iterator[None]:
+    """Every Jupyter kernel a test starts (nbclient, nbgrader, the sealed runs) is shut down by it.
+
+    Torn down last, after every other session fixture: a kernel still running then was left behind.
+    """
+    yield
+    import psutil
+
+    def kernels() -> list[psutil.Process]:
+        found = []
+        for process in psutil.Process().children(recursive=True):
+            with contextlib.suppress(psutil.Error):
+                if any("ipykernel" in part for part in process.cmdline()):
+                    found.append(process)
+        return found
+
+    _, left = psutil.wait_procs(kernels(), timeout=10)  # a shutdown may still be on its way
+    for process in left:
+        with contextlib.suppress(psutil.Error):
+            process.kill()
+    assert not left, f"{len(left)} kernel(s) outlived the tests that started them: {[p.pid for p in left]}"
 
 
 @dataclass
