@@ -9,7 +9,8 @@ supplies what this file leaves alone: the course id and the exchange's root.
 
 from pathlib import Path
 
-from autograder.settings import course_config, put_environment_on_path
+from autograder.course_config import course_config
+from autograder.settings import put_environment_on_path
 
 put_environment_on_path()  # nbgrader shells out to alembic, which lives beside this Python
 course_root = Path(__file__).resolve().parent

@@ -21,10 +21,10 @@ from typing import Any, Iterator
 
 from course_utils.reference import assignment_notebook
 
+from .course_config import course_config
 from .settings import (
     CELL_TIMEOUT_S,
     SOLUTIONS_DIR,
-    course_config,
     put_environment_on_path,
 )
 

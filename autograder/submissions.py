@@ -57,9 +57,3 @@ def write_submission(folder: Path, student_id: str, assignment: str, notebook: N
     path.parent.mkdir(parents=True, exist_ok=True)
     nbformat.write(notebook, path)
     return path
-
-
-def slug(text: str) -> str:
-    """A student id from a variant's description: 'softmax without ...' -> 'softmax-without-...'."""
-    keep = "".join(ch if ch.isalnum() else "-" for ch in text.lower())
-    return "-".join(part for part in keep.split("-") if part)[:60]

@@ -60,7 +60,7 @@ class ReplayError(AssertionError):
 
 
 @dataclass(frozen=True)
-class Outcome:
+class CallOutcome:
     """What one invocation of student code gave: a value, a handle, or an exception."""
 
     kind: str  # "value" | "handle" | "raised" | "not_written"
@@ -224,7 +224,7 @@ def _direct_call(fn: Any, args: tuple, kwargs: dict) -> Any:
     return _result(outcome, f"{getattr(fn, '__name__', 'the object')}(...)")
 
 
-def _result(outcome: Outcome, label: str) -> Any:
+def _result(outcome: CallOutcome, label: str) -> Any:
     if outcome.kind == "not_written":
         raise NotWritten(f"{label}: not written yet (it raises NotImplementedError).")
     if outcome.kind == "raised":
@@ -299,7 +299,7 @@ def invoke(
     forbidden_builtins: tuple[str, ...] = (),
     through: tuple[str, Callable[[Any], Callable[..., Any]]] | None = None,
     label: str = "",
-) -> Outcome:
+) -> CallOutcome:
     """Run (live, record) or look up (replay) one call of student code, or one attribute read.
 
     ``through=(name, wrap)`` runs ``wrap(fn)`` instead of ``fn`` (a gradient, say), so that what
@@ -361,7 +361,7 @@ def measured(kind: str, fn: Callable[..., Any], args: tuple, kwargs: dict[str, A
     return value
 
 
-def _replayed(operation: str, target: str, fingerprint: str, label: str) -> Outcome:
+def _replayed(operation: str, target: str, fingerprint: str, label: str) -> CallOutcome:
     event = _next_event(operation, target, fingerprint, label or target.split(":", 1)[1])
     return _outcome_from_wire(event["outcome"])
 
@@ -431,13 +431,10 @@ def _run(
     wrap: Callable[[Any], Callable[..., Any]] | None,
     *,
     wrap_objects: bool,
-) -> Outcome:
+) -> CallOutcome:
     """Run student code with warnings silenced and the test's random numbers left untouched."""
-    from .checks import (  # the tripwires live with the checks
-        ForbiddenCallError,
-        forbidden,
-    )
     from .operators import builtin_kernels_run
+    from .tripwires import ForbiddenCallError, forbidden
 
     _state.depth += 1
     calls: list[str] = []
@@ -458,10 +455,10 @@ def _run(
                 except ForbiddenCallError:
                     value = None
     except NotImplementedError:
-        return Outcome("not_written", forbidden_calls=tuple(calls + kernels))
+        return CallOutcome("not_written", forbidden_calls=tuple(calls + kernels))
     except Exception as error:  # noqa: BLE001 - any failure of student code is an outcome
         mro = tuple(c.__name__ for c in type(error).__mro__)
-        return Outcome(
+        return CallOutcome(
             "raised", error_type=type(error).__name__, error_mro=mro, message=str(error)[:2000], forbidden_calls=tuple(calls + kernels)
         )
     finally:
@@ -470,8 +467,8 @@ def _run(
         number = _state.next_handle
         _state.next_handle += 1
         _state.handles[number] = value
-        return Outcome("handle", value=Handle(number, value), forbidden_calls=tuple(calls + kernels))
-    return Outcome("value", value=value, forbidden_calls=tuple(calls + kernels))
+        return CallOutcome("handle", value=Handle(number, value), forbidden_calls=tuple(calls + kernels))
+    return CallOutcome("value", value=value, forbidden_calls=tuple(calls + kernels))
 
 
 # --- plain data on the wire -------------------------------------------------------------------------
@@ -547,7 +544,7 @@ def _from_wire(value: Any) -> Any:
     return value
 
 
-def _outcome_to_wire(outcome: Outcome) -> dict[str, Any]:
+def _outcome_to_wire(outcome: CallOutcome) -> dict[str, Any]:
     value = outcome.value
     if outcome.kind in ("value", "handle"):
         if _elements(value) > MAX_ELEMENTS:
@@ -569,10 +566,10 @@ def _outcome_to_wire(outcome: Outcome) -> dict[str, Any]:
     }
 
 
-def _outcome_from_wire(wire: Any) -> Outcome:
+def _outcome_from_wire(wire: Any) -> CallOutcome:
     if not isinstance(wire, dict) or wire.get("kind") not in ("value", "handle", "raised", "not_written"):
         raise ReplayError("the graded run left a malformed record for this call")
-    return Outcome(
+    return CallOutcome(
         kind=str(wire["kind"]),
         value=_from_wire(wire.get("value")),
         error_type=str(wire.get("error_type", ""))[:200],

@@ -18,6 +18,7 @@ import ast
 import json
 import linecache
 import os
+import re
 import types
 from pathlib import Path
 from typing import Any
@@ -148,3 +149,12 @@ def load_solution(assignment: str) -> types.ModuleType:
         exec(compile(code, filename, "exec"), module.__dict__)  # noqa: S102 - instructor's own code
         _cache[path] = module
     return _cache[path]
+
+
+def defined_names(source: str) -> set[str]:
+    """Top-level functions and classes a cell defines (by regex when it does not parse)."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return set(re.findall(r"^(?:def|class)\s+([A-Za-z_]\w*)", source, flags=re.MULTILINE))
+    return {node.name for node in tree.body if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}

@@ -27,9 +27,8 @@ from dataclasses import dataclass, field
 
 from nbformat.notebooknode import NotebookNode
 
-from course_utils.reference import is_solution_cell, is_test_cell, nbgrader_meta
+from course_utils.reference import defined_names, is_solution_cell, is_test_cell, nbgrader_meta
 
-from .intake import defined_names
 from .models import Kind, Submission, SubmissionProblem
 
 # nbgrader treats student ids as path globs and strips spaces around them: keep ids plain.

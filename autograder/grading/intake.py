@@ -20,7 +20,6 @@ link is never followed: it gets a ``refused`` row too, so a link to the solution
 
 from __future__ import annotations
 
-import ast
 import os
 import re
 import shutil
@@ -32,6 +31,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Iterator
+
+from course_utils.reference import defined_names
 
 from ..settings import ARCHIVE_LIMITS, ArchiveLimits
 
@@ -91,15 +92,6 @@ def split_student(name: str, pattern: re.Pattern[str]) -> tuple[str | None, str]
     if not match or not match.group("student").strip():
         return None, name
     return match.group("student").strip(), name[match.end() :]
-
-
-def defined_names(source: str) -> set[str]:
-    """Top-level functions and classes a cell defines (by regex when it does not parse)."""
-    try:
-        tree = ast.parse(source)
-    except (SyntaxError, ValueError):
-        return set(re.findall(r"^(?:def|class)\s+([A-Za-z_]\w*)", source, flags=re.MULTILINE))
-    return {node.name for node in tree.body if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
 
 
 def assignment_by_name(stem: str, known: list[str]) -> tuple[str | None, str | None]:

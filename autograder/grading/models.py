@@ -13,13 +13,13 @@ from pathlib import Path
 
 from course_utils.reference import (
     assignment_notebook,
+    defined_names,
     is_solution_cell,
     is_test_cell,
     nbgrader_meta,
 )
 
 from ..settings import CELL_TIMEOUT_S, MEMORY_LIMIT_BYTES
-from .intake import defined_names
 
 
 class Kind(str, enum.Enum):

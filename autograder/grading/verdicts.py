@@ -18,13 +18,12 @@ from nbformat.notebooknode import NotebookNode
 from course_utils import recording
 from course_utils.reference import (
     cell_source,
+    defined_names,
     is_test_cell,
     nbgrader_meta,
     solution_cells,
     top_level_imports,
 )
-
-from .intake import defined_names
 
 # What test cells may use besides the notebook's imports: grading runs on the CPU, sealed.
 GRADING_FACTS = "device = torch.device('cpu')\nON_GPU = False\n"

@@ -1,0 +1,110 @@
+"""The course's nbgrader configuration, in one place.
+
+Every nbgrader run of the course (release, autograde, feedback) is configured by
+``course_config``; only the folders differ between runs. It names the course's own
+preprocessors, so it lives apart from ``settings``, which they import.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .settings import CELL_TIMEOUT_S, IGNORED_STDERR, MAX_OUTPUT_CHARS
+
+if TYPE_CHECKING:
+    from traitlets.config import Config
+
+
+def course_config(
+    course_root: Path,
+    *,
+    db_url: str,
+    source_dir: Path | str = "source",
+    release_dir: Path | str = "release",
+    cell_timeout: int = CELL_TIMEOUT_S,
+    memory_limit: int | None = None,
+    sealed: bool = True,
+    report_dir: Path | None = None,
+) -> Config:
+    """nbgrader configuration for a course rooted at ``course_root``, its gradebook at ``db_url`` (SQLAlchemy).
+
+    ``source_dir`` and ``release_dir`` are relative to the root or absolute. ``cell_timeout``
+    (seconds) and ``memory_limit`` (bytes, or None) bound what one notebook may take.
+    """
+    from traitlets.config import (
+        Config,  # an instructor tool: course_utils users lack it
+    )
+
+    c = Config()
+    c.CourseDirectory.root = str(course_root)
+    c.CourseDirectory.source_directory = str(source_dir)
+    c.CourseDirectory.release_directory = str(release_dir)
+    c.CourseDirectory.db_url = db_url
+    c.CourseDirectory.ignore = [".ipynb_checkpoints", "*.pyc", "__pycache__", ".DS_Store"]
+
+    c.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE\nraise NotImplementedError()"}
+    c.GenerateAssignment.preprocessors = _generate_assignment_steps()
+
+    # Grading runs the notebook sealed and decides verdicts in a trusted replay (CONTRACT.md).
+    c.SealedExecute.solutions_dir = str(Path(course_root) / source_dir)
+    c.SealedExecute.report_dir = str(report_dir or Path(course_root) / "sealed-reports")
+    c.SealedExecute.sealed = sealed
+    c.SealedExecute.cell_timeout = cell_timeout
+    c.SealedExecute.memory_limit = int(memory_limit or 0)
+    # A deleted test cell is put back from the source notebook (edited ones are, by checksum).
+    c.OverwriteCells.add_missing_cells = True
+    # Before nbgrader reads the cells: the admission grade uses, so stock autograde survives forged metadata.
+    c.Autograde.sanitize_preprocessors = _autograde_sanitize_steps()
+    c.AdmitSubmission.release_dir = str(Path(course_root) / release_dir)
+    c.Autograde.autograde_preprocessors = [
+        "autograder.nbgrader_ext.sealed_execute.SealedExecute",
+        "nbgrader.preprocessors.IgnorePattern",
+        "nbconvert.preprocessors.ClearMetadataPreprocessor",
+        "autograder.nbgrader_ext.limits.LimitOutputSize",
+        "nbgrader.preprocessors.SaveAutoGrades",
+        "nbgrader.preprocessors.AssignLatePenalties",
+        "nbgrader.preprocessors.CheckCellMetadata",
+    ]
+    c.LimitOutputSize.max_chars = MAX_OUTPUT_CHARS
+    c.IgnorePattern.enabled = True  # off by default in nbgrader 0.9
+    c.IgnorePattern.pattern = IGNORED_STDERR
+
+    # Feedback goes to students: strip hidden-test code and its tracebacks.
+    c.GenerateFeedback.preprocessors = [
+        "nbgrader.preprocessors.GetGrades",
+        "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",
+        "autograder.nbgrader_ext.feedback.RedactHiddenTests",
+        "autograder.nbgrader_ext.discussion.RestoreDiscussions",
+    ]
+    # Every notebook shown as HTML (feedback, formgrader) goes through the allow-list first: student
+    # HTML must not run in the instructor's browser. Discussions are restored after, from the source.
+    c.HTMLExporter.preprocessors = ["autograder.nbgrader_ext.sanitize.SanitizeStudentHtml"]
+    c.GenerateFeedback.preprocessors.insert(2, "autograder.nbgrader_ext.sanitize.SanitizeStudentHtml")
+    # Feedback explains the graded questions: the discussions the release withheld come back.
+    c.RestoreDiscussions.source_dir = str(Path(course_root) / source_dir)
+    return c
+
+
+def _generate_assignment_steps() -> list[Any]:
+    """nbgrader's generate_assignment steps, with the discussions of graded questions and the showcase
+    cells withheld before solutions are cleared and the student's course cells stamped last."""
+    from nbgrader.converters import GenerateAssignment
+    from nbgrader.preprocessors import ClearSolutions
+
+    from .nbgrader_ext.course_cells import StampStudentCells
+    from .nbgrader_ext.discussion import WithholdDiscussion
+    from .nbgrader_ext.showcase import WithholdShowcase
+
+    steps = list(GenerateAssignment.class_traits()["preprocessors"].default())
+    steps[steps.index(ClearSolutions) : steps.index(ClearSolutions)] = [WithholdDiscussion, WithholdShowcase]
+    return [*steps, StampStudentCells]
+
+
+def _autograde_sanitize_steps() -> list[Any]:
+    """nbgrader's autograde sanitizing steps, after the course's admission (``AdmitSubmission``)."""
+    from nbgrader.converters import Autograde
+
+    from .nbgrader_ext.admission import AdmitSubmission
+
+    return [AdmitSubmission, *Autograde.class_traits()["sanitize_preprocessors"].default()]
