@@ -57,7 +57,8 @@ def _release(args: argparse.Namespace) -> int:
 
 def _grade(args: argparse.Namespace) -> int:
     from .grading.models import HealthCheckFailed
-    from .grading.pipeline import format_table, grade
+    from .grading.pipeline import grade
+    from .grading.reports import format_table
 
     started = time.monotonic()
     try:

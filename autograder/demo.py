@@ -13,7 +13,9 @@ import os
 import tempfile
 from pathlib import Path
 
-from .grading.pipeline import GradingReport, format_table, grade
+from .grading.models import GradingReport
+from .grading.pipeline import grade
+from .grading.reports import format_table
 from .mistakes import MISTAKES
 from .submissions import released, solved, write_submission
 

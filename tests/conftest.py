@@ -14,7 +14,8 @@ import nbformat
 import pytest
 
 from autograder.course import list_assignments
-from autograder.grading.pipeline import GradingReport, grade
+from autograder.grading.models import GradingReport
+from autograder.grading.pipeline import grade
 from autograder.mistakes import CORRECT_VARIANTS, MISTAKES, Variant
 from autograder.settings import REPO_ROOT, SOLUTIONS_DIR
 from autograder.submissions import released, solved, write_submission

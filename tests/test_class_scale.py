@@ -13,7 +13,8 @@ from conftest import GradedClass
 
 from autograder.grading.cache import fingerprint
 from autograder.grading.models import GradingOptions
-from autograder.grading.pipeline import GRADES_CSV, TESTS_CSV, grade
+from autograder.grading.pipeline import grade
+from autograder.grading.reports import GRADES_CSV, TESTS_CSV
 from autograder.settings import SOLUTIONS_DIR
 
 pytestmark = pytest.mark.slow

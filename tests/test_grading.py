@@ -15,8 +15,8 @@ from conftest import ASSIGNMENTS, GradedClass, leaked_hidden_lines, tree_digest,
 
 from autograder.demo import DEMO_ASSIGNMENTS, DEMO_MISTAKES
 from autograder.demo import build_class as build_demo_class
-from autograder.grading.pipeline import GRADES_CSV, TESTS_CSV, AssignmentSpec
-from autograder.grading.reports import GRADEBOOK_CSV, SUMMARY_MD, SUMMARY_PNG
+from autograder.grading.models import AssignmentSpec
+from autograder.grading.reports import GRADEBOOK_CSV, GRADES_CSV, SUMMARY_MD, SUMMARY_PNG, TESTS_CSV
 from autograder.grading.verdicts import graded_names
 from autograder.mistakes import CORRECT_VARIANTS, MISTAKES
 from autograder.nbgrader_ext.discussion import WITHHELD_NOTE, is_discussion

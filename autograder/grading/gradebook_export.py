@@ -19,27 +19,15 @@ through nbgrader's ``Gradebook`` API:
 from __future__ import annotations
 
 import warnings
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..course import scratch_course
 from ..settings import SOLUTIONS_DIR, put_environment_on_path
-from .models import GradeRow, Kind, TestRow
+from .models import GradebookExport, GradeRow, Kind, TestRow
 
 if TYPE_CHECKING:
     from nbgrader.api import Gradebook
-
-
-@dataclass
-class GradebookExport:
-    """What one export wrote."""
-
-    url: str
-    assignments_added: list[str] = field(default_factory=list)
-    written: list[tuple[str, str]] = field(default_factory=list)  # (student, assignment) graded
-    not_graded: list[tuple[str, str]] = field(default_factory=list)  # handed in, not gradable: zeros and the reason
-    missing: list[tuple[str, str]] = field(default_factory=list)  # nothing handed in: nothing written
 
 
 def check_gradebook_url(url: str) -> None:

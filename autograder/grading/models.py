@@ -153,3 +153,28 @@ class HealthCheckFailed(RuntimeError):
     """The known solution no longer grades to full marks: no grade from this grader can be trusted."""
 
     worker: str = ""  # the worker that failed it, when known
+
+
+@dataclass
+class GradebookExport:
+    """What one export wrote."""
+
+    url: str
+    assignments_added: list[str] = field(default_factory=list)
+    written: list[tuple[str, str]] = field(default_factory=list)  # (student, assignment) graded
+    not_graded: list[tuple[str, str]] = field(default_factory=list)  # handed in, not gradable: zeros and the reason
+    missing: list[tuple[str, str]] = field(default_factory=list)  # nothing handed in: nothing written
+
+
+@dataclass
+class GradingReport:
+    grades: list[GradeRow] = field(default_factory=list)
+    tests: list[TestRow] = field(default_factory=list)
+    reused: int = 0  # pairs whose rows came from an earlier run: nothing they depend on changed
+    gradebook: GradebookExport | None = None  # what grade(gradebook=URL) wrote into nbgrader's gradebook
+
+    def row_of(self, student_id: str, assignment: str) -> GradeRow:
+        return next(r for r in self.grades if r.student_id == student_id and r.assignment == assignment)
+
+    def tests_of(self, student_id: str, assignment: str) -> dict[str, float]:
+        return {r.test: r.score for r in self.tests if r.student_id == student_id and r.assignment == assignment}

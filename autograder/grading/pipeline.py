@@ -15,7 +15,7 @@ from __future__ import annotations
 import sys
 import uuid
 from concurrent.futures import as_completed
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Iterator
 
@@ -23,41 +23,24 @@ from ..course import empty_gradebook, list_assignments
 from ..settings import CELL_TIMEOUT_S, MEMORY_LIMIT_BYTES, SOLUTIONS_DIR
 from .cache import CACHE_FILE, GradingCache, fingerprint
 from .executors import grading_executor
-from .gradebook_export import GradebookExport, check_gradebook_url, export_to_gradebook
+from .gradebook_export import check_gradebook_url, export_to_gradebook
 from .intake import DEFAULT_STUDENT_PATTERN, Handin, Intake, opened, take_in
 from .models import (
     AssignmentSpec,
     Graded,
     GradeRow,
     GradingOptions,
+    GradingReport,
     HealthCheckFailed,
     Kind,
     Outcome,
     Submission,
-    TestRow,
 )
-from .reports import write_summary
+from .reports import write_csvs, write_summary
 from .sandbox import sandbox_problem
-from .spreadsheet import write_csv
 from .worker import GradingBatch, not_handed_in, snapshot, ungraded
 
-GRADES_CSV = "grades.csv"
-TESTS_CSV = "tests.csv"
 FEEDBACK_DIR = "feedback"
-
-
-@dataclass
-class GradingReport:
-    grades: list[GradeRow] = field(default_factory=list)
-    tests: list[TestRow] = field(default_factory=list)
-    reused: int = 0  # pairs whose rows came from an earlier run: nothing they depend on changed
-    gradebook: GradebookExport | None = None  # what grade(gradebook=URL) wrote into nbgrader's gradebook
-
-    def row_of(self, student_id: str, assignment: str) -> GradeRow:
-        return next(r for r in self.grades if r.student_id == student_id and r.assignment == assignment)
-
-    def tests_of(self, student_id: str, assignment: str) -> dict[str, float]:
-        return {r.test: r.score for r in self.tests if r.student_id == student_id and r.assignment == assignment}
 
 
 def grade(
@@ -282,35 +265,3 @@ def _clear_stale_feedback(feedback_dir: Path, keep: set[tuple[str, str]]) -> Non
     for folder in feedback_dir.iterdir():
         if folder.is_dir() and not any(folder.iterdir()):
             folder.rmdir()
-
-
-def write_csvs(report: GradingReport, out: Path) -> None:
-    out.mkdir(parents=True, exist_ok=True)
-    grades = [
-        {
-            "student_id": r.student_id,
-            "assignment": r.assignment,
-            "score": r.score,
-            "max_score": r.max_score,
-            "kind": r.outcome.kind.value,
-            "status": r.status,
-        }
-        for r in report.grades
-    ]
-    for filename, rows in ((GRADES_CSV, grades), (TESTS_CSV, [asdict(r) for r in report.tests])):
-        header = list(rows[0]) if rows else ["student_id", "assignment"]
-        write_csv(out / filename, header, ([row[name] for name in header] for row in rows))
-
-
-def format_table(report: GradingReport, status_width: int = 100) -> str:
-    """The grades as a fixed-width table for the terminal (long statuses cut at ``status_width``)."""
-    header = ("student", "assignment", "score", "status")
-    rows = [(r.student_id, r.assignment, f"{r.score:g} / {r.max_score:g}", r.status) for r in report.grades]
-    widths = [max(len(line[i]) for line in (header, *rows)) for i in range(3)]
-
-    def render(line: tuple[str, ...]) -> str:
-        status = line[3] if len(line[3]) <= status_width else line[3][: status_width - 3] + "..."
-        return "  ".join([*(cell.ljust(w) for cell, w in zip(line[:3], widths)), status])
-
-    lines = [render(header), "  ".join("-" * w for w in (*widths, min(status_width, max(len(r[3]) for r in (header, *rows)))))]
-    return "\n".join(lines + [render(row) for row in rows])

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import statistics
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from .models import AssignmentSpec, GradeRow, TestRow
+from .models import AssignmentSpec, GradeRow, GradingReport, TestRow
 from .spreadsheet import write_csv
 
 GRADEBOOK_CSV = "gradebook.csv"
@@ -147,3 +147,39 @@ def write_summary(grades: list[GradeRow], tests: list[TestRow], specs: dict[str,
     (out / SUMMARY_MD).write_text(text, encoding="utf-8")
     plot_summary(summaries, out / SUMMARY_PNG)
     return text
+
+
+GRADES_CSV = "grades.csv"
+TESTS_CSV = "tests.csv"
+
+
+def write_csvs(report: GradingReport, out: Path) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    grades = [
+        {
+            "student_id": r.student_id,
+            "assignment": r.assignment,
+            "score": r.score,
+            "max_score": r.max_score,
+            "kind": r.outcome.kind.value,
+            "status": r.status,
+        }
+        for r in report.grades
+    ]
+    for filename, rows in ((GRADES_CSV, grades), (TESTS_CSV, [asdict(r) for r in report.tests])):
+        header = list(rows[0]) if rows else ["student_id", "assignment"]
+        write_csv(out / filename, header, ([row[name] for name in header] for row in rows))
+
+
+def format_table(report: GradingReport, status_width: int = 100) -> str:
+    """The grades as a fixed-width table for the terminal (long statuses cut at ``status_width``)."""
+    header = ("student", "assignment", "score", "status")
+    rows = [(r.student_id, r.assignment, f"{r.score:g} / {r.max_score:g}", r.status) for r in report.grades]
+    widths = [max(len(line[i]) for line in (header, *rows)) for i in range(3)]
+
+    def render(line: tuple[str, ...]) -> str:
+        status = line[3] if len(line[3]) <= status_width else line[3][: status_width - 3] + "..."
+        return "  ".join([*(cell.ljust(w) for cell, w in zip(line[:3], widths)), status])
+
+    lines = [render(header), "  ".join("-" * w for w in (*widths, min(status_width, max(len(r[3]) for r in (header, *rows)))))]
+    return "\n".join(lines + [render(row) for row in rows])
