@@ -131,13 +131,21 @@ def describe(value: Any, max_values: int = 16) -> str:
     return text if len(text) <= 80 else text[:77] + "..."
 
 
+class CheckFailed(AssertionError):
+    """A check's failure as data: what was checked (``label``), what went wrong (``problem``, with the
+    largest error where there is one), the inputs it was given, described, and the ``hint``.
+
+    Its text is the message a student reads; the grader keeps the fields (``verdicts.Verdict``).
+    """
+
+    def __init__(self, label: str, problem: str, inputs: tuple[tuple[str, str], ...] = (), hint: str = "") -> None:
+        self.label, self.problem, self.inputs, self.hint = label, problem, inputs, hint
+        lines = [f"{label}: {problem}", *(f"  input {name} = {value}" for name, value in inputs)]
+        super().__init__("\n".join([*lines, f"  hint: {hint}"] if hint else lines))
+
+
 def _fail(label: str, problem: str, *, inputs: dict[str, Any] | None, hint: str) -> None:
-    lines = [f"{label}: {problem}"]
-    for name, value in (inputs or {}).items():
-        lines.append(f"  input {name} = {describe(value)}")
-    if hint:
-        lines.append(f"  hint: {hint}")
-    raise AssertionError("\n".join(lines))
+    raise CheckFailed(label, problem, tuple((name, describe(value)) for name, value in (inputs or {}).items()), hint)
 
 
 def _recording() -> bool:

@@ -41,7 +41,10 @@ def _gpu_builds(
             continue
         error = str(build.get("error", ""))
         if STUB_LINE in error:
-            raise NotWritten(f"{label}: not written yet (the kernel {build.get('kernel')} still raises NotImplementedError).")
+            raise NotWritten(
+                f"{label}: not written yet (the kernel {build.get('kernel')} still raises NotImplementedError).",
+                str(build.get("kernel", "")),
+            )
         _fail(
             label,
             f"runs in the interpreter, but {build.get('kernel')} does not compile for {arch} ({gpu}):\n    {error}",

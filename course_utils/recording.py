@@ -52,7 +52,11 @@ class Mode(enum.Enum):
 
 
 class NotWritten(AssertionError):
-    """The student's function still raises NotImplementedError."""
+    """The student's function still raises NotImplementedError; ``function`` names it."""
+
+    def __init__(self, message: str, function: str = "") -> None:
+        super().__init__(message)
+        self.function = function
 
 
 class ReplayError(AssertionError):
@@ -226,7 +230,7 @@ def _direct_call(fn: Any, args: tuple, kwargs: dict) -> Any:
 
 def _result(outcome: CallOutcome, label: str) -> Any:
     if outcome.kind == "not_written":
-        raise NotWritten(f"{label}: not written yet (it raises NotImplementedError).")
+        raise NotWritten(f"{label}: not written yet (it raises NotImplementedError).", label.partition("(")[0])
     if outcome.kind == "raised":
         raise AssertionError(f"{label}: raised {outcome.error_type}: {outcome.message}")
     return outcome.value

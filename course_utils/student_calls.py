@@ -26,7 +26,7 @@ def _run_student(fn: Callable[..., Any], args: Sequence[Any], kwargs: dict[str, 
     """One invocation of student code (run, recorded or replayed: see ``course_utils.recording``)."""
     outcome = invoke(fn, tuple(args), dict(kwargs), label=label, **options)
     if outcome.kind == "not_written":
-        raise NotWritten(f"{label}: not written yet (it raises NotImplementedError).")
+        raise NotWritten(f"{label}: not written yet (it raises NotImplementedError).", getattr(fn, "__name__", ""))
     return outcome
 
 

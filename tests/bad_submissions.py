@@ -199,6 +199,26 @@ BAD_CASES = [
         SOFTMAX_TESTS,
     ),
     BadCase(
+        "forged-frame",  # writes a frame of its own to the sealed run's pipe: the run's result is not used
+        notebook_file(
+            solved(
+                FIRST,
+                [
+                    softmax_cell(
+                        "import os as _os, struct as _struct\n"
+                        "for _fd in range(3, 64):\n"
+                        "    try:\n"
+                        "        _os.write(_fd, b'E' + _struct.pack('<Q', 2) + b'[]')\n"
+                        "    except OSError:\n"
+                        "        pass"
+                    )
+                ],
+            )
+        ),
+        "zero",
+        r"^invalid result: its sealed run sent a b'E' frame: not a JSON object, outside the grading protocol",
+    ),
+    BadCase(
         "forged-test-cell",  # graded as before, out of the same total; the made-up cell counts for nothing
         notebook_file(with_forged_test_cell(solved(FIRST))),
         "full",

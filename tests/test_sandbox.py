@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import struct
 
 import nbformat
 import pytest
@@ -120,9 +121,25 @@ def test_a_submission_cannot_read_an_earlier_one_from_memory() -> None:
     assert printed(SCAN) == {"found": False}
 
 
-def test_a_forged_frame_costs_only_its_own_run() -> None:
-    forge = "import os, struct\nfor fd in range(3, 64):\n    try:\n        os.write(fd, b'E' + struct.pack('<Q', 2) + b'[]')\n    except OSError:\n        pass\nprint(json.dumps({'forged': True}))"
-    assert printed(forge) == {"forged": True}
+def raw_frame(kind: bytes, payload: bytes) -> bytes:
+    return kind + struct.pack("<Q", len(payload)) + payload
+
+
+FORGED_FRAMES = {
+    "not an object": raw_frame(b"E", b"[]"),
+    "another schema": raw_frame(b"E", b'{"schema": 99, "ended": "completed", "leftover_processes": 0}'),
+    "a field too many": raw_frame(b"C", b'{"schema": 1, "index": 1, "outputs": [], "finished": true, "x": 1}'),
+    "a wrong type": raw_frame(b"E", b'{"schema": 1, "ended": "completed", "leftover_processes": "0"}'),
+    "an unknown kind": raw_frame(b"Z", b""),
+}
+
+
+@pytest.mark.parametrize("forged", FORGED_FRAMES.values(), ids=list(FORGED_FRAMES))
+def test_a_forged_frame_invalidates_its_own_run_only(forged: bytes) -> None:
+    forge = f"import os\nfor fd in range(3, 64):\n    try:\n        os.write(fd, {forged!r})\n    except OSError:\n        pass"
+    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(forge), nbformat.v4.new_code_cell("print('after')")])
+    run = run_sealed(notebook, [], LIMITS)
+    assert run.invalid, "a frame that breaks the protocol must make its run invalid"
     assert printed("print(json.dumps({'next': True}))") == {"next": True}
 
 

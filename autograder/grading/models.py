@@ -34,6 +34,7 @@ class Kind(str, enum.Enum):
     REFUSED = "refused"  # received but not read: over an archive limit, or a symbolic link
     AUTOGRADE_FAILED = "autograde failed"
     GRADING_ERROR = "grading error"
+    INVALID_RESULT = "invalid result"  # the run's result broke the protocol or did not validate: nothing of it is used
     HEALTH_CHECK_FAILED = "grader health check failed"
 
 

@@ -39,12 +39,11 @@ from nbformat.notebooknode import NotebookNode
 
 import course_utils
 from course_utils.reference import is_test_cell, nbgrader_meta
+from course_utils.sealed_protocol import CELL, DONE, END, HEADER, RECORD, RUN, CellFrame, EndFrame, InvalidFrame
 
 from .process_limit import ProcessLimit, process_limit
 
 RUNNER = Path(__file__).with_name("sealed_run.py")
-HEADER_SIZE = 9  # sealed_run.HEADER: one byte of kind, eight of length
-RUN, DONE = b"R", b"D"  # sealed_run.RUN and DONE: control messages
 
 SCRATCH_BYTES = 512 * 2**20  # the private /tmp
 MAX_FILE_BYTES = 256 * 2**20
@@ -77,6 +76,7 @@ class SealedRun:
     sealed: bool = True
     seconds: float = 0.0
     process_limit_note: str = ""  # '' when the process limit held; else why it could not be enforced
+    invalid: str = ""  # '' when every frame followed the protocol; else the first that did not, and why
 
 
 def _python_paths() -> list[Path]:
@@ -366,7 +366,7 @@ def _read_frames(read_end: int, wall_seconds: int) -> SealedRun:
                 break
             buffer += chunk
             _parse(buffer, run)
-            if run.said_end:
+            if run.said_end or run.invalid:
                 break  # the kernel's shutdown is not waited for: the group is killed below
     os.close(read_end)
     if ended_by_us:
@@ -375,36 +375,32 @@ def _read_frames(read_end: int, wall_seconds: int) -> SealedRun:
 
 
 def _parse(buffer: bytearray, run: SealedRun) -> None:
-    while len(buffer) >= HEADER_SIZE:
-        kind = bytes(buffer[:1])
-        size = int.from_bytes(buffer[1:HEADER_SIZE], "little")
-        if len(buffer) < HEADER_SIZE + size:
+    """Read the whole frames in ``buffer`` into ``run`` (``course_utils.sealed_protocol``).
+
+    A frame that does not validate is kept as the reason the run is invalid: the first one
+    stands, and nothing after it is read.
+    """
+    while len(buffer) >= HEADER.size and not run.invalid:
+        kind, size = HEADER.unpack(bytes(buffer[: HEADER.size]))
+        if len(buffer) < HEADER.size + size:
             return
-        payload = bytes(buffer[HEADER_SIZE : HEADER_SIZE + size])
-        del buffer[: HEADER_SIZE + size]
+        payload = bytes(buffer[HEADER.size : HEADER.size + size])
+        del buffer[: HEADER.size + size]
         try:
-            if kind == b"R":
+            if kind == RECORD:
                 run.record += payload
-            elif kind == b"C":
-                message = _json_object(payload)
-                index = int(message["index"])
-                run.outputs[index] = [o for o in message.get("outputs", []) if isinstance(o, dict)]
-                if message.get("finished"):
-                    run.finished.add(index)
-            elif kind == b"E":
-                message = _json_object(payload)
-                run.ended = str(message.get("ended", run.ended))[:300]
-                run.leftover_processes = int(message.get("leftover_processes", 0))
-                run.said_end = True
-        except Exception:  # noqa: BLE001 - a malformed frame is the submission's loss, never the grader's
-            continue
-
-
-def _json_object(payload: bytes) -> dict[str, Any]:
-    message = json.loads(payload)
-    if not isinstance(message, dict):
-        raise ValueError("not an object")
-    return message
+            elif kind == CELL:
+                cell = CellFrame.from_wire(payload)
+                run.outputs[cell.index] = list(cell.outputs)
+                if cell.finished:
+                    run.finished.add(cell.index)
+            elif kind == END:
+                end = EndFrame.from_wire(payload)
+                run.ended, run.leftover_processes, run.said_end = end.ended, end.leftover_processes, True
+            else:
+                raise InvalidFrame(f"unknown frame kind {kind!r}")
+        except InvalidFrame as problem:
+            run.invalid = f"a {kind!r} frame: {problem}"[:300]
 
 
 def _kill_group(process: subprocess.Popen) -> None:

@@ -40,13 +40,12 @@ import os
 import shutil
 import signal
 import socket
-import struct
 import sys
 import tempfile
 from typing import Any
 
-HEADER = struct.Struct("<cQ")
-RUN, DONE = b"R", b"D"  # control messages from the grader
+from course_utils.sealed_protocol import RECORD, RUN, CellFrame, EndFrame, frame
+
 SCRATCH_SIZE = "512m"
 MAX_STREAM_CHARS = 1_000_000  # per cell; the grader keeps far fewer (nbgrader_ext.limits)
 
@@ -56,8 +55,8 @@ PR_SET_DUMPABLE = 4
 LINUX_CAPABILITY_VERSION_3 = 0x20080522
 
 
-def emit(out: int, kind: bytes, payload: bytes) -> None:
-    data = HEADER.pack(kind, len(payload)) + payload
+def emit(out: int, data: bytes) -> None:
+    """Write one frame (``course_utils.sealed_protocol``) whole."""
     while data:
         data = data[os.write(out, data) :]
 
@@ -295,7 +294,7 @@ def run_cells(shell: Any, request: dict[str, Any], out: int) -> None:
         finally:
             signal.setitimer(signal.ITIMER_REAL, 0)
             sys.stdout, sys.stderr = streams
-        emit(out, b"C", json.dumps({"index": cell["index"], "outputs": _Outputs.cell, "finished": True}, default=str).encode())
+        emit(out, CellFrame(cell["index"], tuple(_Outputs.cell), True).to_wire())
         if cell["test"]:
             try:
                 with open(record_file, "rb") as record:
@@ -304,7 +303,7 @@ def run_cells(shell: Any, request: dict[str, Any], out: int) -> None:
             except OSError:
                 chunk = b""
             sent += len(chunk)
-            emit(out, b"R", chunk)
+            emit(out, frame(RECORD, chunk))
 
 
 def _read_request(fd: int) -> dict[str, Any]:
@@ -329,7 +328,7 @@ def _grandchild(shell: Any, request_fd: int, out: int, sealed: bool, scratch: st
             left = leftover_processes()
     except Exception as problem:  # noqa: BLE001 - said in the end frame, never raised into the runner
         ended = f"the sandbox could not run the notebook: {type(problem).__name__}: {problem}"
-    emit(out, b"E", json.dumps({"ended": ended, "leftover_processes": len(left)}).encode())
+    emit(out, EndFrame(ended, len(left)).to_wire())
     os._exit(0)  # PID 1 leaving takes every process of its namespace with it
 
 
@@ -348,7 +347,7 @@ def _child(shell: Any, request_fd: int, out: int, sealed: bool, scratch: str, re
         os.waitpid(grandchild, 0)
     except BaseException as problem:  # noqa: BLE001
         try:
-            emit(out, b"E", json.dumps({"ended": f"the sandbox could not be set up: {problem}"}).encode())
+            emit(out, EndFrame(f"the sandbox could not be set up: {problem}").to_wire())
         except OSError:
             pass
     os._exit(0)

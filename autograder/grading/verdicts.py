@@ -8,6 +8,7 @@ here; nothing the sealed run printed or decided counts.
 
 from __future__ import annotations
 
+import enum
 import os
 from dataclasses import dataclass
 from typing import Any
@@ -16,6 +17,7 @@ import torch
 from nbformat.notebooknode import NotebookNode
 
 from course_utils import recording
+from course_utils.comparisons import CheckFailed
 from course_utils.reference import (
     cell_source,
     defined_names,
@@ -29,11 +31,28 @@ from course_utils.reference import (
 GRADING_FACTS = "device = torch.device('cpu')\nON_GPU = False\n"
 
 
+class Status(str, enum.Enum):
+    """How a test cell ended in the trusted pass."""
+
+    PASSED = "passed"
+    FAILED = "failed"  # a check failed: its fields say what, on which input, and the hint
+    NOT_WRITTEN = "not written"  # the graded function still raises NotImplementedError
+    ERROR = "error"  # the test could not finish (an error that is not a check's)
+
+
 @dataclass(frozen=True)
 class Verdict:
+    """One test cell's verdict, as data; ``message`` is its text for the student (never a traceback)."""
+
     test: str
     passed: bool
-    message: str = ""  # the trusted failure message: what a check said, never a traceback
+    message: str = ""
+    status: Status = Status.PASSED
+    label: str = ""  # what the failing check called, e.g. "softmax(x [2, 3])"
+    problem: str = ""  # what was wrong, with the largest error where there is one
+    inputs: tuple[tuple[str, str], ...] = ()  # (name, description) of the inputs it was given
+    hint: str = ""
+    function: str = ""  # NOT_WRITTEN: the function that still raises NotImplementedError
 
 
 def graded_names(source: NotebookNode | dict[str, Any]) -> list[str]:
@@ -78,10 +97,14 @@ def decide(source: NotebookNode | dict[str, Any], record: bytes, stopped_because
 def _run_test(test: str, code: str, namespace: dict[str, Any]) -> Verdict:
     try:
         exec(compile(code, f"<test {test}>", "exec"), namespace)  # noqa: S102 - the instructor's test, no student code
+    except recording.NotWritten as unwritten:
+        return Verdict(test, False, str(unwritten), Status.NOT_WRITTEN, function=unwritten.function)
+    except CheckFailed as failure:
+        return Verdict(test, False, str(failure), Status.FAILED, failure.label, failure.problem, failure.inputs, failure.hint)
     except AssertionError as failure:
-        return Verdict(test, False, str(failure) or "an assertion failed")
+        return Verdict(test, False, str(failure) or "an assertion failed", Status.FAILED)
     except BaseException as error:  # noqa: BLE001 - a test that cannot finish fails, and grading goes on
         if isinstance(error, KeyboardInterrupt):
             raise
-        return Verdict(test, False, f"{type(error).__name__}: {error}")
+        return Verdict(test, False, f"{type(error).__name__}: {error}", Status.ERROR)
     return Verdict(test, True)

@@ -8,7 +8,6 @@ same in-process, in a local process pool or on a Dask worker elsewhere.
 from __future__ import annotations
 
 import atexit
-import json
 import multiprocessing.util
 import os
 import re
@@ -42,7 +41,9 @@ from .models import (
     SubmissionProblem,
     TestRow,
 )
+from .run_report import ReportInvalid, RunReport, read_run_report
 from .sandbox import prewarm_runner
+from .verdicts import Status
 
 
 def snapshot(solutions_dir: Path, names: list[str]) -> dict[str, bytes]:
@@ -200,14 +201,14 @@ def grade_one(course: ScratchCourse, api: Any, submission: Submission, spec: Ass
         if not result.get("success"):
             raise SubmissionProblem(Kind.AUTOGRADE_FAILED, failure_reason(result))
         scores = _scores_from_gradebook(course, student, spec)
-        report = _sealed_report(course, student, name)
-        notes += diagnose(assignment_notebook(course.root / "autograded" / student, name), options)
+        report = _run_report(course, student, name)
+        notes += diagnose(assignment_notebook(course.root / "autograded" / student, name), report, options)
         notes += _run_notes(report, options)
     except Exception as problem:  # noqa: BLE001 - one bad submission must not stop the class
         if isinstance(problem, SubmissionProblem):
             return ungraded(submission, spec, Outcome(problem.kind, problem.reason, tuple(notes)))
         return ungraded(submission, spec, Outcome(Kind.GRADING_ERROR, f"{type(problem).__name__}: {problem}", tuple(notes)))
-    violations = sandbox_violations(_all_outputs(report), int(report.get("leftover_processes", 0) or 0))
+    violations = sandbox_violations(_all_outputs(report), report.leftover_processes)
     outcome = _graded_outcome(spec, scores, notes, flags, violations)
     return Graded(
         submission,
@@ -235,28 +236,31 @@ def not_handed_in(submission: Submission, spec: AssignmentSpec) -> Graded:
     raise ValueError(f"{submission.student}/{spec.name} was handed in: grade it")
 
 
-def _sealed_report(course: ScratchCourse, student: str, name: str) -> dict[str, Any]:
+def _run_report(course: ScratchCourse, student: str, name: str) -> RunReport:
+    """The run's report, validated; one that does not validate, or a run that broke the protocol, grades nothing."""
     try:
-        return json.loads((course.root / "sealed-reports" / student / f"{name}.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
+        report = read_run_report(course.root / "sealed-reports" / student / f"{name}.json")
+    except ReportInvalid as problem:
+        raise SubmissionProblem(Kind.INVALID_RESULT, f"the grading run's report did not validate ({problem})") from None
+    if report.invalid:
+        raise SubmissionProblem(
+            Kind.INVALID_RESULT, f"its sealed run sent {report.invalid[:200]}, outside the grading protocol, so nothing it returned is used"
+        )
+    return report
 
 
-def _all_outputs(report: dict[str, Any]) -> list[dict]:
-    outputs = report.get("outputs", {})
-    return [o for cell in outputs.values() if isinstance(cell, list) for o in cell]
+def _all_outputs(report: RunReport) -> list[dict]:
+    return [o for cell in report.outputs.values() for o in cell]
 
 
-def _run_notes(report: dict[str, Any], options: GradingOptions) -> list[str]:
+def _run_notes(report: RunReport, options: GradingOptions) -> list[str]:
     notes = []
-    ended = report.get("ended", "")
-    if ended and ended != "completed":
-        notes.append(f"the notebook did not run to the end: {ended}")
+    if report.ended and report.ended != "completed":
+        notes.append(f"the notebook did not run to the end: {report.ended}")
     if not options.sealed:
         notes.append("unsealed: graded with --no-sandbox, so its code ran with the grader's rights")
-    unlimited = report.get("process_limit_note")
-    if isinstance(unlimited, str) and unlimited:
-        notes.append(unlimited[:300])
+    if report.process_limit_note:
+        notes.append(report.process_limit_note[:300])
     return notes
 
 
@@ -272,20 +276,19 @@ def _graded_outcome(spec: AssignmentSpec, scores: dict[str, float], notes: list[
     return Outcome(Kind.GRADED, summary, tuple(notes))
 
 
-# What a failing cell's error says about why, for the status.
-# course_utils.recording.NotWritten's message, "<label>: not written yet"; a student's own error that
-# quotes those words ("f(x): raised E: ...: not written yet") names no stub.
-NOT_WRITTEN = re.compile(r"\s*([A-Za-z_]\w*)\b(?:(?!: raised )[^\n])*: not written yet")
+# A student cell's error that says it ran out of memory (the error's own name and message).
 OUT_OF_MEMORY = re.compile(r"MemoryError|can't allocate memory|not enough memory|std::bad_alloc")
 
 
-def diagnose(autograded: Path, options: GradingOptions) -> list[str]:
-    """Notes on the student's own cells after grading: errors, time-outs, memory, cut output."""
+def diagnose(autograded: Path, report: RunReport, options: GradingOptions) -> list[str]:
+    """Notes after grading: the functions still unwritten (from the verdicts), and the student's own
+    cells' errors, time-outs, memory and cut output."""
     try:
         notebook = nbformat.read(autograded, as_version=4)
     except Exception:  # noqa: BLE001 - notes are a courtesy; the scores stand
         return []
-    errors, unfinished, truncated = [], [], False
+    errors, truncated = [], False
+    unfinished = list(dict.fromkeys(v.function for v in report.verdicts if v.status is Status.NOT_WRITTEN and v.function))
     for index, cell in enumerate(notebook.cells):
         if cell.get("cell_type") != "code":
             continue
@@ -295,11 +298,7 @@ def diagnose(autograded: Path, options: GradingOptions) -> list[str]:
                 continue
             message = f"{output.get('ename')}: {output.get('evalue', '')}"
             if is_test_cell(cell):
-                # The trusted verdict of a test that met a stub: "softmax(<Tensor>): not written yet ..."
-                stub = NOT_WRITTEN.match(str(output.get("evalue", "")))
-                if stub and stub.group(1) not in unfinished:
-                    unfinished.append(stub.group(1))
-                continue
+                continue  # a test's verdict is in the report
             where = nbgrader_meta(cell).get("grade_id") or f"cell {index + 1}"
             if "NotImplementedError" in message:  # a stub left as released, not a bug in the student's code
                 if where not in unfinished:

@@ -11,7 +11,6 @@ a solution removed. A short report of the run goes to ``report_dir`` for the gra
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 from typing import Any
@@ -24,8 +23,9 @@ from traitlets import Bool, Integer, Unicode
 from course_utils.reference import is_test_cell, nbgrader_meta
 
 from ..grading.redaction import Redactor
+from ..grading.run_report import RunReport
 from ..grading.sandbox import SandboxLimits, SealedRun, run_sealed
-from ..grading.verdicts import Verdict, decide, graded_names
+from ..grading.verdicts import Status, Verdict, decide, graded_names
 
 IDENTIFIER = re.compile(r"^[A-Za-z_][\w.]{0,60}$")
 WALL_CAP_S = 900
@@ -61,23 +61,25 @@ class SealedExecute(NbGraderPreprocessor):
                 cell.outputs = [redactor.value(o) for o in untrusted_outputs(run.outputs.get(index, []))]
                 cell.outputs = [nbformat.from_dict(o) for o in cell.outputs]
             cell.execution_count = None
-        self._report(student, assignment, run)
+        self._report(student, assignment, run, verdicts)
         return nb, resources
 
-    def _report(self, student: str, assignment: str, run: SealedRun) -> None:
+    def _report(self, student: str, assignment: str, run: SealedRun, verdicts: dict[str, Verdict]) -> None:
         if not self.report_dir:
             return
         target = Path(self.report_dir) / student / f"{assignment}.json"
         target.parent.mkdir(parents=True, exist_ok=True)
-        report = {
-            "sealed": run.sealed,
-            "ended": run.ended,
-            "leftover_processes": run.leftover_processes,
-            "process_limit_note": run.process_limit_note,
-            "seconds": round(run.seconds, 3),
-            "outputs": {str(i): outputs for i, outputs in run.outputs.items()},
-        }
-        target.write_text(json.dumps(report), encoding="utf-8")
+        report = RunReport(
+            sealed=run.sealed,
+            ended=run.ended,
+            invalid=run.invalid,
+            leftover_processes=run.leftover_processes,
+            process_limit_note=run.process_limit_note,
+            seconds=round(run.seconds, 3),
+            outputs=dict(run.outputs),
+            verdicts=tuple(verdicts.values()),
+        )
+        target.write_text(report.to_json(), encoding="utf-8")
 
 
 def stopped_reasons(nb: NotebookNode, run: SealedRun) -> dict[str, str]:
@@ -102,7 +104,7 @@ def stopped_reasons(nb: NotebookNode, run: SealedRun) -> dict[str, str]:
 
 def verdict_outputs(verdict: Verdict | None, redactor: Redactor) -> list[NotebookNode]:
     if verdict is None:
-        verdict = Verdict("?", False, "this test was not graded")
+        verdict = Verdict("?", False, "this test was not graded", Status.ERROR)
     if verdict.passed:
         return []
     message = redactor.text(verdict.message)
