@@ -165,9 +165,12 @@ def is_carried(cell: dict[str, Any]) -> bool:
 
 
 def _carried_cell_problems(cell: dict[str, Any], path: Path) -> list[str]:
-    """A carried cell holds one graded function of an earlier notebook, which the student pastes in.
+    """A carried cell holds one graded function of an earlier notebook, which the student pastes in:
+    one function, or a Triton kernel and the launcher that calls it (the grade id names the launcher).
 
     It is graded there, not here: tests of the functions that call it stand a PyTorch version in.
+    Each name it defines must be defined by a graded solution cell of an earlier notebook, whatever
+    that cell's grade id (a kernel and its launcher may be graded in one cell there, or in two).
     """
     grade_id = nbgrader_meta(cell)["grade_id"]
     where = f"carried cell {grade_id}"
@@ -175,23 +178,52 @@ def _carried_cell_problems(cell: dict[str, Any], path: Path) -> list[str]:
     tree = _parse(cell_source(cell), where, found)
     if tree is None:
         return found
-    defined = [node.name for node in tree.body if isinstance(node, ast.FunctionDef)]
-    if defined != [grade_id] or len(tree.body) != 1:
-        found.append(f"{where}: must define the one function {grade_id} and nothing else")
-    this = path.parent.name
-    earlier = [
-        other
-        for other in sorted(path.parent.parent.glob("*/*.ipynb"))
-        if other.parent.name < this
-        and other.stem == other.parent.name
-        and any(
-            nbgrader_meta(c).get("grade_id") == grade_id and is_solution_cell(c) and not is_carried(c)
-            for c in json.loads(other.read_text())["cells"]
+    functions = [node for node in tree.body if isinstance(node, ast.FunctionDef)]
+    kernels = [node for node in functions if _is_kernel(node)]
+    launchers = [node for node in functions if not _is_kernel(node)]
+    one_function = len(tree.body) == 1 and [f.name for f in functions] == [grade_id]
+    kernel_and_launcher = (
+        len(tree.body) == 2
+        and len(kernels) == 1
+        and [f.name for f in launchers] == [grade_id]
+        and _calls_name(launchers[0], kernels[0].name)
+    )
+    if not (one_function or kernel_and_launcher):
+        found.append(
+            f"{where}: must define the one function {grade_id} (or a @triton.jit kernel and its launcher {grade_id}, "
+            "which launches it) and nothing else"
         )
-    ]
-    if not earlier:
-        found.append(f"{where}: no earlier notebook grades a function {grade_id}")
+    graded_earlier = _names_graded_before(path)
+    for name in [f.name for f in functions] or [grade_id]:
+        if name not in graded_earlier:
+            found.append(f"{where}: no earlier notebook grades a function {name}")
     return found
+
+
+def _calls_name(node: ast.FunctionDef, name: str) -> bool:
+    """Whether ``name`` appears in the body of ``node`` (a launcher passes its kernel to ``launch``)."""
+    return any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(node))
+
+
+def _names_graded_before(path: Path) -> set[str]:
+    """The functions and classes defined in graded solution cells of the notebooks before ``path``'s.
+
+    Graded: a solution cell that is neither carried nor a showcase (students never have a showcase).
+    """
+    this = path.parent.name
+    names: set[str] = set()
+    for other in sorted(path.parent.parent.glob("*/*.ipynb")):
+        if not (other.parent.name < this and other.stem == other.parent.name):
+            continue
+        for c in json.loads(other.read_text(encoding="utf-8"))["cells"]:
+            if not is_solution_cell(c) or is_carried(c) or is_showcase(c):
+                continue
+            try:
+                tree = ast.parse(cell_source(c))
+            except SyntaxError:
+                continue  # that notebook's own check reports it
+            names |= {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
+    return names
 
 
 def _showcase_cell_problems(cell: dict[str, Any], showcased: list[str]) -> list[str]:

@@ -154,7 +154,7 @@ def setup_source(address: CourseAddress, extras: tuple[str, ...] = ()) -> str:
         lines += [
             f'    source = os.environ.get("{SOURCE_ENV_VAR}")',
             "    if not source:",
-            f'        raise RuntimeError("The course package is missing and {NO_ADDRESS}: ask your instructor where to install it from.")',
+            f'        raise RuntimeError("No course package here, and {NO_ADDRESS}: ask your instructor where to get it.")',
         ]
     lines.append('    print(f"installing the course package from {source} ...")')
     if extras:

@@ -8,10 +8,13 @@ helper's own tests. Built from public torch operations only.
 from __future__ import annotations
 
 import torch
+import torch.nn.functional as F
 
 # Bound once, here: a test that trips the Python name ``torch.softmax`` (``check_no_builtin``) must not
 # trip over the stand-in; its kernels run in a stand-in range, which the dispatcher check leaves out.
 _softmax = torch.softmax
+_sdpa = F.scaled_dot_product_attention
+_logsumexp = torch.logsumexp
 
 
 def torch_softmax(scores: torch.Tensor, dim: int = -1, temperature: float = 1.0) -> torch.Tensor:
@@ -62,8 +65,68 @@ def torch_merge_heads(x: torch.Tensor) -> torch.Tensor:
     return torch.cat(x.unbind(dim=-3), dim=-1)
 
 
+def _scores_logsumexp(Q: torch.Tensor, K: torch.Tensor, is_causal: bool, scale: float | None) -> torch.Tensor:
+    """The natural-log logsumexp of each row of scaled scores (top-left causal mask), in float64: [..., T_q]."""
+    scores = Q.double() @ K.double().transpose(-2, -1) * (Q.shape[-1] ** -0.5 if scale is None else scale)
+    if is_causal:
+        scores = scores.masked_fill(torch.ones(scores.shape[-2:], dtype=torch.bool, device=Q.device).triu(1), float("-inf"))
+    return _logsumexp(scores, dim=-1)
+
+
+def torch_flash_forward(
+    Q: torch.Tensor,
+    K: torch.Tensor,
+    V: torch.Tensor,
+    is_causal: bool = False,
+    scale: float | None = None,
+    block_q: int = 64,
+    block_k: int = 64,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Notebook 07's ``flash_attention_forward`` by PyTorch: O from SDPA, L from a logsumexp of the scores.
+
+    Not tiled (``block_q`` and ``block_k`` are checked, then unused): the same answer, not the same memory.
+
+    Args:
+        Q: [B, H, T_q, d], K: [B, H, T_k, d], V: [B, H, T_k, d_v].
+        is_causal: top-left, as ``F.scaled_dot_product_attention``; scale: 1/sqrt(d) when None.
+
+    Returns:
+        (O [B, H, T_q, d_v] in Q's dtype, L [B, H, T_q]: float64 for float64 inputs, float32 otherwise).
+
+    Raises:
+        ValueError: if block_q or block_k < 1.
+    """
+    if block_q < 1 or block_k < 1:
+        raise ValueError(f"block sizes must be at least 1, got block_q={block_q}, block_k={block_k}")
+    O = _sdpa(Q, K, V, is_causal=is_causal, scale=scale)
+    return O, _scores_logsumexp(Q, K, is_causal, scale).to(torch.promote_types(Q.dtype, torch.float32))
+
+
+def torch_flash_attention_triton(
+    Q: torch.Tensor, K: torch.Tensor, V: torch.Tensor, is_causal: bool = False, scale: float | None = None
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Notebook 07's ``flash_attention_triton`` (kernel and launcher) by PyTorch: O from SDPA, L from a logsumexp.
+
+    Args:
+        Q: [B, H, T_q, d], K: [B, H, T_k, d], V: [B, H, T_k, d], as the launcher takes them.
+        is_causal: top-left; scale: 1/sqrt(d) when None.
+
+    Returns:
+        (O [B, H, T_q, d] in Q's dtype, L [B, H, T_q] float32, as the kernel writes it).
+
+    Raises:
+        ValueError: unless Q is [B, H, T_q, d] and K, V are [B, H, T_k, d] (as the launcher).
+    """
+    if Q.dim() != 4 or K.shape[:2] != Q.shape[:2] or V.shape != K.shape or K.shape[-1] != Q.shape[-1]:
+        raise ValueError(f"expected Q [B, H, T_q, d] and K, V [B, H, T_k, d], got {tuple(Q.shape)}, {tuple(K.shape)}, {tuple(V.shape)}")
+    O = _sdpa(Q, K, V, is_causal=is_causal, scale=scale)
+    return O, _scores_logsumexp(Q, K, is_causal, scale).float()
+
+
 SOFTMAX_STAND_IN = {"softmax": torch_softmax}
 SCORES_STAND_IN = {"dot_product_scores": torch_dot_product_scores}
 ATTENTION_STAND_IN = {"dot_product_attention": torch_dot_product_attention}
 CAUSAL_MASK_STAND_IN = {"causal_mask": torch_causal_mask}
 HEADS_STAND_IN = {"split_heads": torch_split_heads, "merge_heads": torch_merge_heads}
+FLASH_FORWARD_STAND_IN = {"flash_attention_forward": torch_flash_forward}  # notebook 07's forward, carried into 08
+FLASH_TRITON_STAND_IN = {"flash_attention_triton": torch_flash_attention_triton}  # 07's kernel and launcher, carried into 08

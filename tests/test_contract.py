@@ -75,7 +75,58 @@ def test_a_carried_cell_must_hold_a_function_an_earlier_notebook_grades(tmp_path
     found = problems(path)
     assert not [p for p in found if "carried cell softmax:" in p]
     assert "carried cell softmax_typo: no earlier notebook grades a function softmax_typo" in found
-    assert "carried cell attention_entropy: must define the one function attention_entropy and nothing else" in found
+    assert "carried cell attention_entropy: must define the one function attention_entropy" in " ".join(found)
     assert not [p for p in found if "graded function softmax" in p]  # graded in 01, not tested again here
     (tmp_path / first / f"{first}.ipynb").unlink()  # without the earlier notebook, nothing grades it
     assert "carried cell softmax: no earlier notebook grades a function softmax" in problems(path)
+
+
+KERNEL = '@triton.jit\ndef {kernel}(X, N, BLOCK: tl.constexpr):\n    """Returns: nothing."""\n    ### BEGIN SOLUTION\n    pass\n    ### END SOLUTION\n'
+LAUNCHER = 'def {launcher}(x):\n    """Returns: x."""\n    launch({kernel}, (1,), x, x.numel(), BLOCK=16)\n    return x\n'
+
+
+def test_a_carried_cell_may_hold_a_kernel_and_its_launcher_graded_earlier(tmp_path) -> None:
+    # A carried Triton cell defines the kernel and the launcher that launches it; an earlier notebook grades
+    # both names, in one cell or in two (the kernel's cell and the launcher's), whatever their grade ids.
+    first, second, third = list_assignments()[:3]
+    for name in (first, second, third):
+        (tmp_path / name).mkdir()
+    earlier = json.loads((SOLUTIONS_DIR / first / f"{first}.ipynb").read_text())
+    solution = {"grade": False, "locked": False, "solution": True}
+    together = KERNEL.format(kernel="k_one") + "\n\n" + LAUNCHER.format(launcher="run_one", kernel="k_one")
+    earlier["cells"] += [
+        {**_carried_cell("run_one", together), "id": "one-cell", "metadata": {"nbgrader": {**solution, "grade_id": "run_one"}}},
+        {
+            **_carried_cell("k_two", KERNEL.format(kernel="k_two")),
+            "id": "kernel-cell",
+            "metadata": {"nbgrader": {**solution, "grade_id": "k_two"}},
+        },
+        {
+            **_carried_cell("run_two", LAUNCHER.format(launcher="run_two", kernel="k_two")),
+            "id": "launcher-cell",
+            "metadata": {"nbgrader": {**solution, "grade_id": "run_two"}},
+        },
+    ]
+    (tmp_path / first / f"{first}.ipynb").write_text(json.dumps(earlier))
+    (tmp_path / second / f"{second}.ipynb").write_text((SOLUTIONS_DIR / second / f"{second}.ipynb").read_text())
+    notebook = json.loads((SOLUTIONS_DIR / third / f"{third}.ipynb").read_text())
+    notebook["cells"][1:1] = [
+        _carried_cell("run_one", together),  # graded in one cell earlier: fine
+        _carried_cell("run_two", KERNEL.format(kernel="k_two") + "\n\n" + LAUNCHER.format(launcher="run_two", kernel="k_two")),  # two cells
+        _carried_cell("run_three", KERNEL.format(kernel="k_one") + "\n\n" + LAUNCHER.format(launcher="run_three", kernel="k_one")),
+        _carried_cell("k_one", together),  # the grade id must name the launcher
+        _carried_cell("run_one_alone", KERNEL.format(kernel="k_one") + "\n\n" + LAUNCHER.format(launcher="run_one_alone", kernel="k_two")),
+        _carried_cell(
+            "run_two_twice",
+            together + "\n\n" + KERNEL.format(kernel="k_two") + "\n\n" + LAUNCHER.format(launcher="run_two_twice", kernel="k_two"),
+        ),
+    ]
+    path = tmp_path / third / f"{third}.ipynb"
+    path.write_text(json.dumps(notebook))
+    found = problems(path)
+    assert not [p for p in found if "carried cell run_one:" in p or "carried cell run_two:" in p], found
+    assert "carried cell run_three: no earlier notebook grades a function run_three" in found
+    assert not [p for p in found if "carried cell run_three:" in p and "must define" in p]  # the shape is fine
+    for grade_id in ("k_one", "run_one_alone", "run_two_twice"):  # not the launcher's name; a kernel it never launches; two pairs
+        assert f"carried cell {grade_id}: must define the one function {grade_id}" in " ".join(found), grade_id
+    assert not [p for p in found if "graded function run_" in p or "graded function k_" in p]  # graded earlier, not here

@@ -11,7 +11,8 @@ FLASH = "flash_attention_backward"
 WORKED = "answer_worked_backward"
 NAIVE_OUTPUTS = ("test_attention_backward", "test_attention_backward_causal")
 FLASH_OUTPUTS = ("test_flash_attention_backward", "test_flash_attention_backward_causal")
-FORWARD = "flash_attention_forward"
+FORWARD = "flash_attention_forward"  # notebook 07's, pasted in (carried): PyTorch's stands in in every test here
+CARRIED_TRITON = "flash_attention_triton"  # notebook 07's kernel and launcher, pasted in (carried), likewise
 FUNCTION = "FlashAttention"
 FUNCTION_OUTPUTS = ("test_flash_attention_function", "test_flash_attention_function_gradcheck")
 TRITON = "flash_attention_backward_triton"
@@ -58,42 +59,6 @@ def flash_attention_backward(Q, K, V, O, dO, L, is_causal=False, scale=None, blo
             dq += s * dS @ k
         dQ[..., q0:q1, :] = dq.to(Q.dtype)
     return dQ, dK, dV
-"""
-
-TWO_PASS_FORWARD = """
-def flash_attention_forward(Q, K, V, is_causal=False, scale=None, block_q=64, block_k=64):
-    if block_q < 1 or block_k < 1:
-        raise ValueError("block sizes must be at least 1")
-    T_q, T_k = Q.shape[-2], K.shape[-2]
-    s = 1.0 / math.sqrt(Q.shape[-1]) if scale is None else scale
-    acc = torch.float64 if Q.dtype == torch.float64 else torch.float32
-    O = torch.empty(*Q.shape[:-1], V.shape[-1], dtype=Q.dtype)
-    L = torch.empty(Q.shape[:-1], dtype=acc)
-    for q0 in range(0, T_q, block_q):
-        q1 = min(q0 + block_q, T_q)
-        q = Q[..., q0:q1, :].to(acc) * s
-        k_end = min(T_k, q1) if is_causal else T_k
-
-        def scores(k0):
-            k1 = min(k0 + block_k, T_k)
-            S = q @ K[..., k0:k1, :].to(acc).transpose(-2, -1)
-            if is_causal:
-                S = S.masked_fill(torch.arange(k0, k1)[None, :] > torch.arange(q0, q1)[:, None], float("-inf"))
-            return S, k1
-
-        m = torch.full(q.shape[:-1], float("-inf"), dtype=acc)
-        for k0 in range(0, k_end, block_k):  # first pass over the keys: the row max
-            m = torch.maximum(m, scores(k0)[0].amax(dim=-1))
-        l = torch.zeros_like(m)
-        out = torch.zeros(*q.shape[:-1], V.shape[-1], dtype=acc)
-        for k0 in range(0, k_end, block_k):  # second pass: the sums and P V, no rescaling
-            S, k1 = scores(k0)
-            P = torch.exp(S - m[..., None])
-            l += P.sum(dim=-1)
-            out += P @ V[..., k0:k1, :].to(acc)
-        O[..., q0:q1, :] = (out / l[..., None]).to(Q.dtype)
-        L[..., q0:q1] = m + torch.log(l)
-    return O, L
 """
 
 MISTAKES = [
@@ -215,18 +180,6 @@ def flash_attention_backward(Q, K, V, O, dO, L, is_causal=False, scale=None, blo
         loses=("test_flash_attention_backward_tiles", "test_flash_attention_backward_skips_masked_blocks"),
     ),
     Variant(
-        "the pasted forward returns L without the running max (L = log l)",
-        FORWARD,
-        edits=(("L[..., q_start:q_stop] = m + torch.log(l)", "L[..., q_start:q_stop] = torch.log(l)"),),
-        loses=("test_flash_attention_forward_from_07",),
-    ),
-    Variant(
-        "the pasted forward walks the keys twice (the row max first, then the sums and P V)",
-        FORWARD,
-        source=TWO_PASS_FORWARD,
-        loses=("test_flash_attention_forward_from_07",),
-    ),
-    Variant(
         "FlashAttention subclasses torch.autograd.Function (not a drop-in: [B, T, d] reaches forward)",
         FUNCTION,
         edits=(("class FlashAttention(AttentionFunction):", "class FlashAttention(torch.autograd.Function):"),),
@@ -311,12 +264,6 @@ def flash_attention_backward(Q, K, V, O, dO, L, is_causal=False, scale=None, blo
         loses=("test_flash_attention_backward_triton",),
     ),
     Variant(
-        "the pasted 07 kernel writes L in base 2",
-        "flash_attention_triton",
-        edits=(("lse = (m_i + tl.log2(l_i)) * 0.6931471805599453", "lse = m_i + tl.log2(l_i)"),),
-        loses=("test_flash_attention_triton_from_07",),
-    ),
-    Variant(
         "FlashAttentionTriton.backward returns dK in dQ's place",
         "FlashAttentionTriton",
         edits=(("return dQ, dK, dV, None, None", "return dK, dQ, dV, None, None"),),
@@ -359,6 +306,57 @@ CORRECT_VARIANTS = [
             ("p = torch.exp(s - m_new[..., None])", "p = torch.exp2(s - m_new[..., None])"),
             ("correction = torch.exp(m - m_new)", "correction = torch.exp2(m - m_new)"),
             ("L[..., q_start:q_stop] = m + torch.log(l)", "L[..., q_start:q_stop] = (m + torch.log2(l)) * 0.6931471805599453"),
+        ),
+    ),
+    # Each round of correct variants takes the i-th variant of every cell (tests/conftest.py), so a broken
+    # carried forward meets the i-th variant of FlashAttention, which calls it: it must still keep full marks.
+    Variant(
+        "the carried forward returns L without the running max (notebook 07 grades it; it costs nothing here)",
+        FORWARD,
+        edits=(("L[..., q_start:q_stop] = m + torch.log(l)", "L[..., q_start:q_stop] = torch.log(l)"),),
+    ),
+    Variant(
+        "the carried forward left as the stub (notebook 07 grades it; PyTorch's stands in here)",
+        FORWARD,
+        source="""
+def flash_attention_forward(Q, K, V, is_causal=False, scale=None, block_q=64, block_k=64):
+    # YOUR CODE HERE
+    raise NotImplementedError()
+""",
+    ),
+    Variant(
+        "the carried forward left as the stub, and PyTorch's takes its name, as the text offers",
+        FORWARD,
+        source="""
+def flash_attention_forward(Q, K, V, is_causal=False, scale=None, block_q=64, block_k=64):
+    # YOUR CODE HERE
+    raise NotImplementedError()
+
+
+from course_utils.stand_ins import torch_flash_forward as flash_attention_forward
+""",
+    ),
+    Variant(
+        "the carried 07 kernel writes L in base 2 (notebook 07 grades it; it costs nothing here)",
+        CARRIED_TRITON,
+        edits=(("lse = (m_i + tl.log2(l_i)) * 0.6931471805599453", "lse = m_i + tl.log2(l_i)"),),
+    ),
+    Variant(
+        "the carried 07 kernel left as the stub (notebook 07 grades it; PyTorch's stands in here)",
+        CARRIED_TRITON,
+        edits=(
+            ("    ### BEGIN SOLUTION\n    m_i = tl.full(", "    raise NotImplementedError()\n    ### BEGIN SOLUTION\n    m_i = tl.full("),
+        ),
+    ),
+    Variant(
+        "the carried 07 kernel is wrong, and PyTorch's forward takes the launcher's name, as the text offers",
+        CARRIED_TRITON,
+        edits=(
+            ("lse = (m_i + tl.log2(l_i)) * 0.6931471805599453", "lse = m_i + tl.log2(l_i)"),
+            (
+                "\n    return O, L",
+                "\n    return O, L\n\n\nfrom course_utils.stand_ins import torch_flash_attention_triton as flash_attention_triton\n",
+            ),
         ),
     ),
     Variant(
