@@ -143,7 +143,11 @@ def builtin_kernels_run(paths: tuple[str, ...]) -> Iterator[list[str]]:
 
 
 def shielded(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """``fn`` run inside the stand-in range: its kernels are the course's, not the student's."""
+    """``fn`` run inside the stand-in range: its kernels are the course's, not the student's.
+
+    A stand-in launched like a kernel (``kernel[grid](...)``, as ``course_utils.kernels.launch`` does:
+    ``course_utils.emulated_kernels``) stays subscriptable, and the launch it returns runs shielded.
+    """
     import functools
 
     from torch.profiler import record_function
@@ -154,4 +158,20 @@ def shielded(fn: Callable[..., Any]) -> Callable[..., Any]:
         with record_function(STAND_IN_RANGE):
             return fn(*args, **kwargs)
 
-    return run
+    if isinstance(fn, type) or not (callable(fn) and hasattr(type(fn), "__getitem__")):
+        return run
+    return _ShieldedKernel(fn, run)
+
+
+class _ShieldedKernel:
+    """A shielded stand-in for a kernel: called, it runs shielded; ``[grid]`` gives a shielded launch."""
+
+    def __init__(self, fn: Any, run: Callable[..., Any]) -> None:
+        self.__wrapped__ = fn
+        self._run = run
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self._run(*args, **kwargs)
+
+    def __getitem__(self, grid: Any) -> Callable[..., Any]:
+        return shielded(self.__wrapped__[grid])

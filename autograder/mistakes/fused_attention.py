@@ -6,10 +6,12 @@ from .variant import Variant
 
 SOFTMAX = "online_softmax"
 FLASH = "flash_attention_forward"
-TRITON = "flash_attention_triton"
+TRITON = "flash_attention_kernel"  # the kernel's cell; its launcher, flash_attention_triton, is a cell of its own
+TRITON_LAUNCHER = "flash_attention_triton"
 FLASH_OUTPUTS = ("test_flash_attention_forward", "test_flash_attention_forward_causal")
 TRITON_OUTPUTS = ("test_flash_attention_triton", "test_flash_attention_triton_causal")
-ADD, ROWS, SOFTMAX_ROWS, MATMUL, ONLINE_ROWS = "vector_add", "row_sums", "softmax_rows", "matmul", "online_softmax_rows"
+ADD, ROWS, MATMUL, ONLINE_ROWS = "vector_add", "row_sums", "matmul", "online_softmax_rows"
+SOFTMAX_ROWS, SOFTMAX_ROWS_LAUNCHER = "softmax_row_kernel", "softmax_rows"  # the kernel's cell, then its launcher's
 
 # The given half of the online_softmax cell, for variants that rewrite the whole cell.
 GIVEN_ONLINE_SOFTMAX = """
@@ -327,6 +329,84 @@ def flash_attention_forward(Q, K, V, is_causal=False, scale=None, block_q=64, bl
         ),
         loses=("test_online_softmax_rows_one_pass_statistics",),
     ),
+    # The launchers students write: softmax_rows and flash_attention_triton.
+    Variant(
+        "softmax_rows assumes contiguous rows (the row length N as both row strides)",
+        SOFTMAX_ROWS_LAUNCHER,
+        edits=(("x.stride(0), out.stride(0)", "N, N"),),
+        loses=("test_softmax_rows_launcher",),
+    ),
+    Variant(
+        "softmax_rows passes x's row stride for the output too",
+        SOFTMAX_ROWS_LAUNCHER,
+        edits=(("x.stride(0), out.stride(0)", "x.stride(0), x.stride(0)"),),
+        loses=("test_softmax_rows_launcher",),
+    ),
+    Variant(
+        "softmax_rows passes BLOCK = N (not a power of two)",
+        SOFTMAX_ROWS_LAUNCHER,
+        edits=(("BLOCK=triton.next_power_of_2(N)", "BLOCK=N"),),
+        loses=("test_softmax_rows_launcher", "test_softmax_rows"),
+    ),
+    Variant(
+        "softmax_rows allocates the output in float32 whatever x's dtype",
+        SOFTMAX_ROWS_LAUNCHER,
+        edits=(
+            (
+                "out = torch.empty((M, N), dtype=x.dtype, device=x.device)",
+                "out = torch.empty((M, N), dtype=torch.float32, device=x.device)",
+            ),
+        ),
+        loses=("test_softmax_rows_launcher",),
+    ),
+    Variant(
+        "flash_attention_triton's grid has T_q programs on axis 0, not cdiv(T_q, BLOCK_M)",
+        TRITON_LAUNCHER,
+        edits=(("(triton.cdiv(T_q, block), B * H),", "(T_q, B * H),"),),
+        loses=("test_flash_attention_triton_launcher",),
+    ),
+    Variant(
+        "flash_attention_triton's grid has B programs on axis 1, not B * H",
+        TRITON_LAUNCHER,
+        edits=(("(triton.cdiv(T_q, block), B * H),", "(triton.cdiv(T_q, block), B),"),),
+        loses=("test_flash_attention_triton_launcher", *TRITON_OUTPUTS, "test_flash_attention_triton_skips_masked_blocks"),
+    ),
+    Variant(
+        "flash_attention_triton passes Q's strides for K",
+        TRITON_LAUNCHER,
+        edits=(("*K.stride(),", "*Q.stride(),"),),
+        loses=("test_flash_attention_triton_launcher", *TRITON_OUTPUTS, "test_flash_attention_triton_skips_masked_blocks"),
+    ),
+    Variant(
+        "flash_attention_triton allocates O in float32 for float16 inputs",
+        TRITON_LAUNCHER,
+        edits=(("O = torch.empty_like(Q)", "O = torch.empty_like(Q, dtype=torch.float32)"),),
+        loses=("test_flash_attention_triton_launcher",),
+    ),
+    Variant(
+        "flash_attention_triton passes the scale without log2(e) to a kernel that uses exp2",
+        TRITON_LAUNCHER,
+        edits=(("scale * 1.4426950408889634,", "scale,"),),
+        loses=("test_flash_attention_triton_launcher", *TRITON_OUTPUTS, "test_flash_attention_triton_skips_masked_blocks"),
+    ),
+    Variant(
+        "flash_attention_triton passes BLOCK_D = d (not a power of two, and below 16 for small heads)",
+        TRITON_LAUNCHER,
+        edits=(("BLOCK_D=max(16, triton.next_power_of_2(d)),", "BLOCK_D=d,"),),
+        # d = 12 fails in the interpreter (tl.arange(0, 12)); d = 8 and 16 run there, and the compile check uses d = 64.
+        loses=("test_flash_attention_triton_launcher", "test_flash_attention_triton"),
+    ),
+    Variant(
+        "flash_attention_triton starts its kernel with kernel[grid](...), which the GPU compile checks cannot see",
+        TRITON_LAUNCHER,
+        edits=(
+            (
+                "    launch(\n        flash_attention_kernel,\n        (triton.cdiv(T_q, block), B * H),\n",
+                "    flash_attention_kernel[(triton.cdiv(T_q, block), B * H)](\n",
+            ),
+        ),
+        loses=("test_flash_attention_triton", "test_flash_attention_triton_causal", "test_flash_attention_triton_one_pass"),
+    ),
 ]
 
 CORRECT_VARIANTS = [
@@ -457,8 +537,35 @@ def flash_attention_forward(Q, K, V, is_causal=False, scale=None, block_q=64, bl
     ),
     Variant(
         "flash_attention_triton with 32-row query tiles and 16-key tiles in the interpreter",
-        TRITON,
+        TRITON_LAUNCHER,
         edits=(("block = 64 if Q.is_cuda else 16", "block = 64 if Q.is_cuda else 32"), ("BLOCK_N=block,", "BLOCK_N=block // 2,")),
+    ),
+    Variant(
+        "flash_attention_triton with a grid function of the launch's block sizes (lambda meta: ...)",
+        TRITON_LAUNCHER,
+        edits=(("(triton.cdiv(T_q, block), B * H),", 'lambda meta: (triton.cdiv(T_q, meta["BLOCK_M"]), B * H),'),),
+    ),
+    Variant(
+        "flash_attention_triton allocating O with torch.empty(Q.shape, dtype=..., device=...) and 32-key tiles",
+        TRITON_LAUNCHER,
+        edits=(
+            ("O = torch.empty_like(Q)", "O = torch.empty(Q.shape, dtype=Q.dtype, device=Q.device)"),
+            ("BLOCK_N=block,", "BLOCK_N=2 * block,"),
+        ),
+    ),
+    Variant(
+        "softmax_rows copying x to contiguous always, with empty_like and a grid function",
+        SOFTMAX_ROWS_LAUNCHER,
+        source="""
+def softmax_rows(x):
+    if x.dim() != 2:
+        raise ValueError(f"expected a matrix, got shape {tuple(x.shape)}")
+    x = x.contiguous()
+    out = torch.empty_like(x)
+    grid = lambda meta: (x.shape[0],)
+    launch(softmax_row_kernel, grid, x, out, x.shape[1], x.stride(0), out.stride(0), BLOCK=max(16, triton.next_power_of_2(x.shape[1])))
+    return out
+""",
     ),
     # The warm-up kernels, written differently.
     Variant(
