@@ -4,7 +4,8 @@ Five students hand in the first notebook and the last. One solved both, one hand
 in the untouched releases, and three made typical mistakes from ``autograder/mistakes``
 (one per notebook, or none). Notebook 08's class includes a Triton kernel that the
 CPU interpreter runs but no GPU compiler builds: the hidden compile check catches it.
-The demo grades them exactly as ``grade`` would and prints the table.
+The demo grades them exactly as ``grade`` would and prints the table; with ``--out`` it keeps the
+CSVs, the feedback and the class report (``class-report.html``) there.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import os
 import tempfile
 from pathlib import Path
 
+from .grading.class_report import CLASS_REPORT_HTML
 from .grading.models import GradingReport
 from .grading.pipeline import grade
 from .grading.reports import format_table
@@ -68,5 +70,6 @@ def run_demo(out: Path | None = None, assignments: tuple[str, ...] = DEMO_ASSIGN
         print()
         print(format_table(report))
         if out != Path(tmp) / "out":
-            print(f"\ngrades.csv, tests.csv and feedback/ are in {out}")
+            print(f"\ngrades.csv, tests.csv, feedback/ and the class report ({CLASS_REPORT_HTML}, open it in a browser) are in {out}")
+            print("(the demo's students all start from the solution, so the report finds their code alike: a real class's would not be)")
     return report

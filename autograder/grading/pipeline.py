@@ -22,6 +22,7 @@ from typing import Iterator
 from ..course import empty_gradebook, list_assignments
 from ..settings import CELL_TIMEOUT_S, MEMORY_LIMIT_BYTES, SOLUTIONS_DIR
 from .cache import CACHE_FILE, GradingCache, fingerprint
+from .class_report import write_class_report
 from .executors import grading_executor
 from .gradebook_export import check_gradebook_url, export_to_gradebook
 from .intake import DEFAULT_STUDENT_PATTERN, Handin, Intake, opened, take_in
@@ -155,6 +156,7 @@ def grade(
     report.grades += unplaced
     write_csvs(report, out)
     write_summary(report.grades, report.tests, specs, out)
+    write_class_report(report.grades, report.tests, specs, out, todo)  # similarity reads the notebooks handed in
     if failure is not None:
         raise failure
     if gradebook:

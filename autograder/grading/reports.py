@@ -4,7 +4,9 @@
 shape that Canvas, Moodle and most spreadsheets import (map the ``student_id`` column to
 the LMS's login or ID column). ``summary.md`` gives, per assignment, the score
 distribution, how many pairs could not be graded and why, and the tests most often failed;
-``summary.png`` draws the distributions.
+``summary.png`` draws the distributions. The class report an instructor opens in a browser
+(``class-report.html``: per-question statistics, named misconceptions, similar code, the rows
+that could not be graded) is ``autograder.grading.class_report``.
 """
 
 from __future__ import annotations

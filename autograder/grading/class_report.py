@@ -1,0 +1,509 @@
+"""The class report an instructor opens after grading: ``class-report.html``, and the same data as ``class-report.json``.
+
+Four sections, from the rows of ``grades.csv`` and ``tests.csv`` and the notebooks handed in:
+
+* **Scores**: per notebook the distribution (a histogram drawn with matplotlib, embedded as a PNG),
+  mean and median; per question (test) the mean, the share with full marks and the discrimination,
+  the correlation of the question's score with the notebook's total over the scored submissions
+  (as PrairieLearn's question statistics give it; "n/a" when fewer than ``MIN_FOR_DISCRIMINATION``
+  submissions were scored or either score does not vary).
+* **Misconceptions**: how many students' failures match each catalogued mistake
+  (``TestRow.misconception``), most common first, with the tests they came from.
+* **Similar code**: pairs of submissions of the same notebook whose code in the solution cells is
+  unusually alike, found with copydetect (winnowing, MOSS's algorithm). The released notebook's code
+  is given to it as boilerplate, so the given code and the stubs do not count, and variable names do
+  not matter (copydetect compares tokens, names replaced). A pair is shown when at least
+  ``SIMILARITY_THRESHOLD`` of either student's own code, and at least ``MIN_OVERLAP_TOKENS`` tokens,
+  appear in the other's; the overlapping code is shown side by side. A pair is a reason to look,
+  not a verdict: short functions written from the same notebook can converge.
+* **Not graded, or stopped by a limit**: rows that scored nothing from the tests (not handed in,
+  unreadable, refused, a failed run...) and scored rows whose notes name a limit, with their status.
+
+The page is one self-contained file: no script at all (a Content-Security-Policy forbids any),
+no external resource; it opens from disk. Every string that came from a submission (student ids,
+file names, code, statuses) is escaped by the template (Jinja2 autoescape), and copydetect's
+highlighted code, the only HTML that is not the template's, goes through nh3's allow-list too.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import json
+import math
+import re
+import statistics
+import tempfile
+from collections import defaultdict
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Iterable
+
+from course_utils.reference import assignment_notebook, solution_cells
+
+from ..settings import NOTEBOOKS_DIR
+from .models import AssignmentSpec, GradeRow, Submission, TestRow
+
+CLASS_REPORT_HTML = "class-report.html"
+CLASS_REPORT_JSON = "class-report.json"
+SCHEMA = "attention-course/class-report"
+SCHEMA_VERSION = 1
+TEMPLATE_DIR = Path(__file__).resolve().parent.parent / "templates" / "class_report"
+
+BINS = 10  # score histogram: bins of 10 percentage points, full marks in the last
+MIN_FOR_DISCRIMINATION = 3  # fewer scored submissions than this: no correlation worth the name
+
+# Similarity. These are the report's own constants (not course settings): change them here.
+# copydetect's "tokens" are characters of the code after tokenizing (names become V/F/O, strings S,
+# comments and spaces dropped); 25 of them (its default noise and guarantee threshold) are about one
+# line of code, so a match shorter than a line is never counted and every match of a line or more is.
+NOISE_TOKENS = 25
+# Shown when at least half of either student's own code (what is left after the template's code is
+# removed) also appears in the other's. copydetect's default display threshold is 0.33; the functions of
+# this course are short and built from the same few tensor idioms, so independent solutions share more
+# than in a typical programming class, and a third would flag honest pairs.
+SIMILARITY_THRESHOLD = 0.5
+# ... and the overlap is at least this many tokens (about four lines): two students who each wrote one
+# identical line are 100 % alike and tell nothing.
+MIN_OVERLAP_TOKENS = 100
+CONTEXT_LINES = 10  # lines of unmatched code kept around each match in the side-by-side view
+MAX_PAIRS_WITH_CODE = 50  # the most alike pairs show their code side by side; the table and the JSON list all
+
+# A note that says a run was stopped by, or hit, a limit (time, memory, processes, output), or did not finish.
+LIMIT_NOTE = re.compile(r"\blimits?\b|out of memory|did not run to the end|was stopped", re.IGNORECASE)
+HIGHLIGHT_CLASSES = {"highlight-red", "highlight-green"}
+
+
+# --- data ----------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class QuestionStats:
+    test: str
+    points: float
+    scored: int  # scored submissions with a row for this test
+    mean: float | None  # points
+    full_marks: float | None  # share of those with full marks, 0..1
+    discrimination: float | None  # Pearson correlation with the notebook's total; None: n/a
+
+
+@dataclass(frozen=True)
+class NotebookStats:
+    assignment: str
+    max_score: float
+    scores: list[float]  # points, one per scored submission, in row order
+    not_scored: int  # rows of this notebook that scored nothing from the tests
+    questions: list[QuestionStats]
+
+    @property
+    def percents(self) -> list[float]:
+        return [100 * s / self.max_score if self.max_score else 0.0 for s in self.scores]
+
+    @property
+    def mean(self) -> float | None:
+        return statistics.fmean(self.scores) if self.scores else None
+
+    @property
+    def median(self) -> float | None:
+        return float(statistics.median(self.scores)) if self.scores else None
+
+    @property
+    def histogram(self) -> list[int]:
+        """Counts of percentages in bins [0,10), ..., [90,100]: full marks land in the last bin."""
+        counts = [0] * BINS
+        for percent in self.percents:
+            counts[min(max(int(percent // (100 / BINS)), 0), BINS - 1)] += 1
+        return counts
+
+
+@dataclass(frozen=True)
+class Misconception:
+    assignment: str
+    name: str
+    students: int  # distinct students whose failures match it
+    tests: list[str]  # the tests it came from, in notebook order
+    section: str = ""  # the notebook section to revisit, when the catalogue names one
+
+
+@dataclass(frozen=True)
+class SimilarPair:
+    assignment: str
+    first: str  # student ids
+    second: str
+    first_share: float  # share of the first student's own code found in the second's, 0..1
+    second_share: float
+    overlap_tokens: int
+    first_matches: list[str]  # the overlapping code, as each wrote it
+    second_matches: list[str]
+    first_html: str = field(default="", repr=False)  # the code with the matches highlighted, sanitised HTML
+    second_html: str = field(default="", repr=False)
+
+
+@dataclass(frozen=True)
+class Similarity:
+    threshold: float = SIMILARITY_THRESHOLD
+    min_overlap_tokens: int = MIN_OVERLAP_TOKENS
+    noise_tokens: int = NOISE_TOKENS
+    compared: dict[str, int] = field(default_factory=dict)  # assignment -> submissions compared
+    pairs: list[SimilarPair] = field(default_factory=list)  # most alike first
+    notes: list[str] = field(default_factory=list)  # what could not be compared, and why
+
+
+@dataclass(frozen=True)
+class Problem:
+    student_id: str
+    assignment: str
+    kind: str
+    status: str
+    scored: bool  # True: scored, but a note names a limit
+
+
+@dataclass(frozen=True)
+class ClassReport:
+    notebooks: list[NotebookStats]
+    misconceptions: list[Misconception]
+    similarity: Similarity
+    problems: list[Problem]
+
+
+# --- statistics ------------------------------------------------------------------------------------------
+
+
+def discrimination(item: list[float], total: list[float]) -> float | None:
+    """Pearson correlation of a question's scores with the totals; None when undefined (too few, or no variance)."""
+    n = len(item)
+    if n != len(total) or n < MIN_FOR_DISCRIMINATION:
+        return None
+    if len(set(item)) < 2 or len(set(total)) < 2:  # everyone scored the same: no variance, no correlation
+        return None
+    mean_x, mean_y = math.fsum(item) / n, math.fsum(total) / n
+    sxx = math.fsum((x - mean_x) ** 2 for x in item)
+    syy = math.fsum((y - mean_y) ** 2 for y in total)
+    sxy = math.fsum((x - mean_x) * (y - mean_y) for x, y in zip(item, total))
+    return max(-1.0, min(1.0, sxy / math.sqrt(sxx * syy)))
+
+
+def notebook_stats(grades: list[GradeRow], tests: list[TestRow], specs: dict[str, AssignmentSpec]) -> list[NotebookStats]:
+    """Per notebook with any row, in course order: scores of the scored submissions, and per question."""
+    by_pair: dict[tuple[str, str], dict[str, TestRow]] = defaultdict(dict)
+    for t in tests:
+        by_pair[(t.student_id, t.assignment)][t.test] = t
+    result = []
+    for name, spec in specs.items():
+        rows = [r for r in grades if r.assignment == name]
+        if not rows:
+            continue
+        scored = [r for r in rows if r.outcome.scored]
+        questions = []
+        for test, points in spec.tests.items():
+            pairs = [(by_pair[(r.student_id, name)][test], r.score) for r in scored if test in by_pair[(r.student_id, name)]]
+            item = [t.score for t, _ in pairs]
+            questions.append(
+                QuestionStats(
+                    test=test,
+                    points=points,
+                    scored=len(pairs),
+                    mean=statistics.fmean(item) if item else None,
+                    full_marks=sum(t.score >= t.max_score for t, _ in pairs) / len(pairs) if pairs else None,
+                    discrimination=discrimination(item, [total for _, total in pairs]),
+                )
+            )
+        result.append(NotebookStats(name, spec.max_score, [r.score for r in scored], len(rows) - len(scored), questions))
+    return result
+
+
+def misconceptions(
+    grades: list[GradeRow], tests: list[TestRow], specs: dict[str, AssignmentSpec], notebooks_dir: Path = NOTEBOOKS_DIR
+) -> list[Misconception]:
+    """Named misconceptions of scored submissions per (notebook, misconception): most students first."""
+    scored = {(r.student_id, r.assignment) for r in grades if r.outcome.scored}
+    students: dict[tuple[str, str], set[str]] = defaultdict(set)
+    from_tests: dict[tuple[str, str], set[str]] = defaultdict(set)
+    for t in tests:
+        if t.misconception and (t.student_id, t.assignment) in scored:
+            students[(t.assignment, t.misconception)].add(t.student_id)
+            from_tests[(t.assignment, t.misconception)].add(t.test)
+    order = {name: i for i, name in enumerate(specs)}
+
+    def test_order(assignment: str, test: str) -> tuple[int, str]:
+        known = list(specs[assignment].tests) if assignment in specs else []
+        return (known.index(test) if test in known else len(known), test)
+
+    found = [
+        Misconception(a, m, len(who), sorted(from_tests[(a, m)], key=lambda t, a=a: test_order(a, t)), _section(a, m, notebooks_dir))
+        for (a, m), who in students.items()
+    ]
+    return sorted(found, key=lambda m: (-m.students, order.get(m.assignment, len(order)), m.assignment, m.name))
+
+
+def _section(assignment: str, name: str, notebooks_dir: Path) -> str:
+    """The notebook section to revisit for a catalogued mistake ('' if unknown): ``misconceptions.section_of``."""
+    from ..mistakes import MISTAKES
+    from .misconceptions import section_of
+
+    cell = next((v.cell for v in MISTAKES.get(assignment, []) if v.name == name), None)
+    path = assignment_notebook(notebooks_dir, assignment)
+    if cell is None or not path.is_file():
+        return ""
+    return section_of(json.loads(path.read_text(encoding="utf-8")), cell)
+
+
+def _text(source: str | list[str]) -> str:
+    return "".join(source) if isinstance(source, list) else source
+
+
+def problems(grades: list[GradeRow]) -> list[Problem]:
+    """Rows that scored nothing from the tests, and scored rows whose notes name a limit, in row order."""
+    return [
+        Problem(r.student_id, r.assignment, r.outcome.kind.value, r.status, r.outcome.scored)
+        for r in grades
+        if not r.outcome.scored or any(LIMIT_NOTE.search(note) for note in r.outcome.notes)
+    ]
+
+
+# --- similarity ------------------------------------------------------------------------------------------
+
+
+def student_code(notebook: dict) -> str:
+    """The code of a notebook's solution cells, in order, each under a comment naming its cell."""
+    parts = []
+    for grade_id, source in solution_cells(notebook).items():
+        label = re.sub(r"[^\w.-]", "_", str(grade_id))[:80]
+        parts.append(f"# --- {label}\n{source.rstrip()}\n")
+    return "\n".join(parts)
+
+
+def template_code(notebook: dict) -> str:
+    """Every code cell of the released notebook: the given code and the stubs, copydetect's boilerplate."""
+    return "\n\n".join(_text(c["source"]) for c in notebook["cells"] if c.get("cell_type") == "code")
+
+
+def _read_notebook(content: bytes) -> dict | None:
+    try:
+        notebook = json.loads(content.decode("utf-8"))
+        if not isinstance(notebook, dict) or not isinstance(notebook.get("cells"), list):
+            return None
+        solution_cells(notebook)  # a cell that does not have the expected shape: not comparable
+        return notebook
+    except Exception:  # noqa: BLE001 - an unreadable notebook is not compared; its grade row says why
+        return None
+
+
+def similar_pairs(
+    submissions: Iterable[Submission],
+    assignments: Iterable[str],
+    notebooks_dir: Path = NOTEBOOKS_DIR,
+    *,
+    threshold: float = SIMILARITY_THRESHOLD,
+    min_overlap_tokens: int = MIN_OVERLAP_TOKENS,
+    noise_tokens: int = NOISE_TOKENS,
+) -> Similarity:
+    """Pairs of submissions of the same notebook whose solution-cell code is alike, by copydetect.
+
+    The notebooks are read from the submissions' bytes; copydetect reads files, so each student's
+    code and the template's are written to a temporary folder, removed when done.
+    """
+    by_assignment: dict[str, list[Submission]] = defaultdict(list)
+    for submission in submissions:
+        if submission.content is not None:
+            by_assignment[submission.assignment].append(submission)
+    result = Similarity(threshold=threshold, min_overlap_tokens=min_overlap_tokens, noise_tokens=noise_tokens)
+    for assignment in assignments:
+        codes: dict[str, str] = {}
+        unreadable = 0
+        for submission in by_assignment.get(assignment, []):
+            notebook = _read_notebook(submission.content or b"")
+            if notebook is None:
+                unreadable += 1
+                continue
+            codes.setdefault(submission.student, student_code(notebook))
+        if unreadable:
+            result.notes.append(f"{assignment}: {unreadable} notebook(s) could not be read and were not compared")
+        template_path = assignment_notebook(notebooks_dir, assignment)
+        template = ""
+        if template_path.is_file():
+            template = template_code(json.loads(template_path.read_text(encoding="utf-8")))
+        else:
+            result.notes.append(f"{assignment}: no released notebook at {template_path}, so given code counts as the students' own")
+        result.compared[assignment] = len(codes)
+        if len(codes) < 2:
+            continue
+        try:
+            result.pairs.extend(_compare(assignment, codes, template, threshold, min_overlap_tokens, noise_tokens))
+        except ImportError:
+            result.notes.append(f"{assignment}: not compared: copydetect is not installed (pip install 'attention-course[instructor]')")
+        except Exception as problem:  # noqa: BLE001 - the grades are written; a report without similarity still helps
+            result.notes.append(f"{assignment}: not compared: copydetect failed ({type(problem).__name__}: {str(problem)[:200]})")
+    result.pairs.sort(key=lambda p: (-max(p.first_share, p.second_share), -p.overlap_tokens, p.assignment, p.first, p.second))
+    return result
+
+
+def _compare(assignment: str, codes: dict[str, str], template: str, threshold: float, min_overlap: int, noise: int) -> list[SimilarPair]:
+    import numpy as np
+    from copydetect import CopyDetector
+    from copydetect.utils import highlight_overlap
+
+    students = list(codes)
+    with tempfile.TemporaryDirectory(prefix="class-report-") as tmp:
+        folder = Path(tmp)
+        detector = CopyDetector(
+            noise_t=noise,
+            guarantee_t=noise,  # window 1: every fingerprint is kept, so every match of NOISE_TOKENS is found
+            display_t=threshold,
+            force_language="python",
+            autoopen=False,
+            silent=True,
+            out_file=str(folder / "unused.html"),
+        )
+        paths = []
+        for i, student in enumerate(students):  # file names by position: a student id never becomes a path
+            path = folder / f"submission-{i:05d}.py"
+            path.write_text(codes[student], encoding="utf-8")
+            detector.add_file(str(path))
+            paths.append(str(path))
+        if template.strip():
+            boilerplate = folder / "template.py"
+            boilerplate.write_text(template, encoding="utf-8")
+            detector.add_file(str(boilerplate), type="boilerplate")
+        detector.run()
+        index = {path: i for i, path in enumerate(detector.test_files)}
+        pairs = []
+        for a in range(len(students)):
+            for b in range(a + 1, len(students)):
+                i, j = index[paths[a]], index[paths[b]]
+                share_a, share_b = (float(s) for s in detector.similarity_matrix[i, j])
+                overlap = int(detector.token_overlap_matrix[i, j])
+                if overlap <= 0 or max(share_a, share_b) < threshold or overlap < min_overlap:
+                    continue
+                if (paths[a], paths[b]) in detector.slice_matrix:
+                    slices_a, slices_b = detector.slice_matrix[(paths[a], paths[b])]
+                else:
+                    slices_b, slices_a = detector.slice_matrix[(paths[b], paths[a])]
+                code_a, code_b = detector.file_data[paths[a]].raw_code, detector.file_data[paths[b]].raw_code
+                html_a, _ = highlight_overlap(code_a, slices_a, "<span class='highlight-red'>", "</span>", CONTEXT_LINES, True)
+                html_b, _ = highlight_overlap(code_b, slices_b, "<span class='highlight-green'>", "</span>", CONTEXT_LINES, True)
+                pairs.append(
+                    SimilarPair(
+                        assignment,
+                        students[a],
+                        students[b],
+                        share_a,
+                        share_b,
+                        overlap,
+                        [code_a[int(s) : int(e)] for s, e in np.asarray(slices_a).T],
+                        [code_b[int(s) : int(e)] for s, e in np.asarray(slices_b).T],
+                        clean_code_html(html_a),
+                        clean_code_html(html_b),
+                    )
+                )
+    return pairs
+
+
+def clean_code_html(html: str) -> str:
+    """copydetect's highlighted code through nh3: only the highlight spans survive, everything else is text."""
+    import nh3
+
+    return nh3.clean(html, tags={"span"}, attributes={}, allowed_classes={"span": HIGHLIGHT_CLASSES}, strip_comments=True)
+
+
+# --- the report ------------------------------------------------------------------------------------------
+
+
+def build_class_report(
+    grades: list[GradeRow],
+    tests: list[TestRow],
+    specs: dict[str, AssignmentSpec],
+    submissions: Iterable[Submission] = (),
+    notebooks_dir: Path = NOTEBOOKS_DIR,
+) -> ClassReport:
+    return ClassReport(
+        notebooks=notebook_stats(grades, tests, specs),
+        misconceptions=misconceptions(grades, tests, specs, notebooks_dir),
+        similarity=similar_pairs(submissions, list(specs), notebooks_dir),
+        problems=problems(grades),
+    )
+
+
+def report_json(report: ClassReport) -> dict:
+    """The report's data, no HTML: what the page shows, for a script or a spreadsheet."""
+    notebooks = []
+    for n in report.notebooks:
+        notebooks.append(
+            {
+                "assignment": n.assignment,
+                "max_score": n.max_score,
+                "scored": len(n.scores),
+                "not_scored": n.not_scored,
+                "mean": n.mean,
+                "median": n.median,
+                "scores": n.scores,
+                "histogram": {"bin_width_percent": 100 / BINS, "counts": n.histogram},
+                "questions": [asdict(q) for q in n.questions],
+            }
+        )
+    similarity = report.similarity
+    return {
+        "schema": SCHEMA,
+        "schema_version": SCHEMA_VERSION,
+        "notebooks": notebooks,
+        "misconceptions": [asdict(m) for m in report.misconceptions],
+        "similarity": {
+            "method": "copydetect (winnowing), the released notebook's code as boilerplate",
+            "threshold": similarity.threshold,
+            "min_overlap_tokens": similarity.min_overlap_tokens,
+            "noise_tokens": similarity.noise_tokens,
+            "compared": similarity.compared,
+            "notes": similarity.notes,
+            "pairs": [{k: v for k, v in asdict(p).items() if k not in {"first_html", "second_html"}} for p in similarity.pairs],
+        },
+        "problems": [asdict(p) for p in report.problems],
+    }
+
+
+def _plot(stats: NotebookStats) -> str:
+    """The score histogram, as a data: URL of a PNG (the page loads nothing from elsewhere)."""
+    from matplotlib.figure import Figure
+
+    figure = Figure(figsize=(4.4, 3.0), layout="constrained")
+    ax = figure.subplots()
+    edges = [i * 100 / BINS for i in range(BINS + 1)]
+    ax.stairs(stats.histogram, edges, fill=True, color="#4c72b0")
+    ax.set(xlim=(0, 100), xlabel="score (%)", ylabel="submissions", title=f"{stats.assignment}: score distribution")
+    ax.title.set_fontsize(9)
+    ax.yaxis.get_major_locator().set_params(integer=True)
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png", dpi=100)
+    return "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode("ascii")
+
+
+def render_html(report: ClassReport) -> str:
+    from jinja2 import Environment, FileSystemLoader, StrictUndefined
+    from markupsafe import Markup
+
+    environment = Environment(loader=FileSystemLoader(TEMPLATE_DIR), autoescape=True, undefined=StrictUndefined)
+    environment.filters["num"] = lambda v, digits=2: "n/a" if v is None else f"{v:.{digits}f}"
+    environment.filters["pct"] = lambda v: "n/a" if v is None else f"{100 * v:.0f} %"
+    plots = {n.assignment: _plot(n) for n in report.notebooks}
+    # The only HTML not built by the template: copydetect's highlighting, already through nh3.
+    shown = report.similarity.pairs[:MAX_PAIRS_WITH_CODE]
+    code = [(Markup(clean_code_html(p.first_html)), Markup(clean_code_html(p.second_html))) for p in shown]
+    return environment.get_template("report.html.j2").render(
+        report=report, plots=plots, code=code, shown=shown, schema_version=SCHEMA_VERSION
+    )
+
+
+def write_class_report(
+    grades: list[GradeRow],
+    tests: list[TestRow],
+    specs: dict[str, AssignmentSpec],
+    out: Path,
+    submissions: Iterable[Submission] = (),
+    notebooks_dir: Path = NOTEBOOKS_DIR,
+) -> Path:
+    """Write class-report.html and class-report.json under ``out``; return the HTML's path."""
+    report = build_class_report(grades, tests, specs, submissions, notebooks_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / CLASS_REPORT_JSON).write_text(json.dumps(report_json(report), indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    path = out / CLASS_REPORT_HTML
+    path.write_text(render_html(report), encoding="utf-8")
+    return path
