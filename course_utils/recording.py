@@ -92,6 +92,30 @@ class _State:
     path: str = ""
     replay: dict[str, deque] = field(default_factory=dict)  # cell -> recorded events
     stopped_because: dict[str, str] = field(default_factory=dict)  # cell -> why the sealed run ended early
+    replayed: dict[str, list[Replayed]] = field(default_factory=dict)  # replay: cell -> what each invocation was given and gave
+
+
+@dataclass(frozen=True)
+class Replayed:
+    """One invocation the trusted pass answered from the record: what the test gave the student's code,
+    and what the record says it returned. A catalogued mistake can be run on the same inputs
+    (``autograder.grading.misconceptions``) to see whether it returns the same.
+
+    ``target`` is ``name:softmax``, ``handle:3`` or ``measure:flops``; a measurement keeps its
+    function and ``measure``, as ``measured`` got them.
+    """
+
+    target: str
+    attribute: str | None
+    args: tuple
+    kwargs: dict[str, Any]
+    stand_ins: dict[str, Any] | None
+    forbidden_builtins: tuple[str, ...]
+    through: tuple[str, Callable[[Any], Callable[..., Any]]] | None
+    outcome: CallOutcome
+    fn: Any = None
+    measure: Callable[[Callable[[], Any]], Any] | None = None
+    rng: torch.Tensor | None = None  # the CPU generator's state when the test made the call, as the sealed run had it
 
 
 _state = _State()
@@ -163,15 +187,18 @@ def read_record(data: bytes) -> dict[str, list[dict[str, Any]]]:
 
 
 @contextlib.contextmanager
-def replaying(events: dict[str, list[dict[str, Any]]], stopped_because: dict[str, str] | None = None) -> Iterator[None]:
-    """Replay ``events`` (see ``read_record``) while the block runs."""
+def replaying(
+    events: dict[str, list[dict[str, Any]]], stopped_because: dict[str, str] | None = None
+) -> Iterator[dict[str, list[Replayed]]]:
+    """Replay ``events`` (see ``read_record``) while the block runs; yields, filled as the tests run,
+    what each test cell's invocations were given and gave (``Replayed``), by cell."""
     global _state
     saved = _state
     _state = _State(
         mode=Mode.REPLAY, replay={cell: deque(found) for cell, found in events.items()}, stopped_because=dict(stopped_because or {})
     )
     try:
-        yield
+        yield _state.replayed
     finally:
         _state = saved
 
@@ -316,7 +343,11 @@ def invoke(
         return _run(_real(fn), attribute, args, kwargs, stand_ins, forbidden_builtins, wrap, wrap_objects=False)
     fingerprint = _fingerprint((operation, target, args, kwargs, sorted(stand_ins or {}), forbidden_builtins))
     if _state.mode is Mode.REPLAY:
-        return _replayed(operation, target, fingerprint, label)
+        outcome = _replayed(operation, target, fingerprint, label)
+        _state.replayed.setdefault(_state.cell, []).append(
+            Replayed(target, attribute, args, kwargs, stand_ins, forbidden_builtins, through, outcome, rng=torch.random.get_rng_state())
+        )
+        return outcome
     outcome = _run(_real(fn), attribute, _unwrap(args), _unwrap(kwargs), stand_ins, forbidden_builtins, wrap, wrap_objects=True)
     _write(
         {
@@ -343,9 +374,14 @@ def measured(kind: str, fn: Callable[..., Any], args: tuple, kwargs: dict[str, A
     if _state.mode is Mode.LIVE or _state.depth > 0:
         return measure(thunk)
     if _state.mode is Mode.REPLAY:
+        rng = torch.random.get_rng_state()
         thunk()
         event = _next_event(f"measure:{kind}", f"measure:{kind}", "", f"{kind} measurement")
-        return event["outcome"]["value"]
+        value = event["outcome"]["value"]
+        _state.replayed.setdefault(_state.cell, []).append(
+            Replayed(f"measure:{kind}", None, args, kwargs, None, (), None, CallOutcome("value", value=value), fn, measure, rng)
+        )
+        return value
     _measuring += 1
     try:
         value = measure(thunk)

@@ -138,17 +138,25 @@ def load_solution(assignment: str) -> types.ModuleType:
         return Withheld(f"load_solution({assignment!r})")  # type: ignore[return-value]
     path = solution_notebook_path(assignment).resolve()
     if path not in _cache:
-        notebook = json.loads(path.read_text(encoding="utf-8"))
-        module = types.ModuleType(f"solution_{assignment}")
-        module.__file__ = str(path)
-        code = top_level_imports(notebook) + "\n\n" + "\n\n".join(solution_cells(notebook).values())
-        # Register the source under its own name, as IPython does for cells, so that tools which
-        # read a function's source (inspect.getsource, triton.jit, tracebacks) find these lines.
-        filename = f"<solution {assignment}>"
-        linecache.cache[filename] = (len(code), None, code.splitlines(keepends=True), filename)
-        exec(compile(code, filename, "exec"), module.__dict__)  # noqa: S102 - instructor's own code
-        _cache[path] = module
+        _cache[path] = solution_module(assignment)
     return _cache[path]
+
+
+def solution_module(assignment: str, rewritten: dict[str, str] | None = None, name: str = "") -> types.ModuleType:
+    """A fresh module of the solution notebook's graded code, with the cells named in ``rewritten``
+    (grade id -> source) replaced: a catalogued mistake, run where no student code is."""
+    path = solution_notebook_path(assignment).resolve()
+    notebook = json.loads(path.read_text(encoding="utf-8"))
+    module = types.ModuleType(f"solution_{assignment}")
+    module.__file__ = str(path)
+    cells = {**solution_cells(notebook), **(rewritten or {})}
+    code = top_level_imports(notebook) + "\n\n" + "\n\n".join(cells.values())
+    # Register the source under its own name, as IPython does for cells, so that tools which
+    # read a function's source (inspect.getsource, triton.jit, tracebacks) find these lines.
+    filename = f"<solution {assignment}{' ' + name if name else ''}>"
+    linecache.cache[filename] = (len(code), None, code.splitlines(keepends=True), filename)
+    exec(compile(code, filename, "exec"), module.__dict__)  # noqa: S102 - instructor's own code
+    return module
 
 
 def defined_names(source: str) -> set[str]:

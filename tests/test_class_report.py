@@ -27,7 +27,7 @@ from autograder.grading.class_report import (
     similar_pairs,
     write_class_report,
 )
-from autograder.grading.models import AssignmentSpec, GradeRow, Kind, Outcome, Submission, TestRow
+from autograder.grading.models import MISCONCEPTION_SEPARATOR, AssignmentSpec, GradeRow, Kind, Outcome, Submission, TestRow
 
 # --- a hand-made class ------------------------------------------------------------------------------------
 
@@ -106,6 +106,12 @@ def test_misconceptions_counted_per_notebook_most_common_first_with_their_tests(
         ("01_a", SOFTMAX_ROWS, 2, ["test_x"]),  # cy, the hostile id
         ("02_b", SOFTMAX_ROWS, 1, ["test_w"]),  # cy; dee's row is not scored
     ]
+
+
+def test_a_failure_that_two_mistakes_explain_counts_for_both() -> None:
+    tests = [TestRow("ann", "01_a", "test_y", 0.0, 2.0, f"a; b{MISCONCEPTION_SEPARATOR}c")]
+    grades = [GradeRow("ann", "01_a", 1.0, 5.0, Outcome(Kind.GRADED))]
+    assert sorted(m.name for m in misconceptions(grades, tests, SPECS)) == ["a; b", "c"]
 
 
 def test_a_student_with_the_same_misconception_on_two_tests_counts_once() -> None:

@@ -15,7 +15,7 @@ from conftest import ASSIGNMENTS, GradedClass, leaked_hidden_lines, tree_digest,
 
 from autograder.demo import DEMO_ASSIGNMENTS, DEMO_MISTAKES
 from autograder.demo import build_class as build_demo_class
-from autograder.grading.models import AssignmentSpec
+from autograder.grading.models import MISCONCEPTION_SEPARATOR, AssignmentSpec
 from autograder.grading.reports import GRADEBOOK_CSV, GRADES_CSV, SUMMARY_MD, SUMMARY_PNG, TESTS_CSV
 from autograder.grading.verdicts import graded_names
 from autograder.mistakes import CORRECT_VARIANTS, MISTAKES
@@ -266,3 +266,21 @@ def test_the_full_demo_hands_in_catalogued_mistakes(tmp_path) -> None:
     # ben's 08 kernel runs in the interpreter, but only the hidden compile check sees that no GPU builds it.
     [broken] = [m for m in MISTAKES[DEMO_ASSIGNMENTS[1]] if m.name == DEMO_MISTAKES[DEMO_ASSIGNMENTS[1]][1]]
     assert broken.loses == ("test_flash_attention_backward_triton",)
+
+
+@pytest.mark.parametrize(("assignment", "mistake"), MISTAKE_CASES, ids=[m.name for _, m in MISTAKE_CASES])
+def test_feedback_names_the_mistake(graded_class: GradedClass, assignment: str, mistake) -> None:
+    # The catalogued mistake, run on the inputs the tests gave the student's code, gives what it gave: named.
+    student = student_with(graded_class, assignment, mistake)
+    named = {
+        r.test: r.misconception.split(MISCONCEPTION_SEPARATOR)
+        for r in graded_class.report.tests
+        if r.student_id == student and r.assignment == assignment and r.misconception
+    }
+    assert any(mistake.name in names for names in named.values()), f"{mistake.name!r} was not named; named: {named}"
+
+
+def test_a_correct_submission_is_told_of_no_mistake(graded_class: GradedClass) -> None:
+    for row in graded_class.report.tests:
+        if "-correct-variants-" in row.student_id or row.student_id.endswith("-solved"):
+            assert not row.misconception, row

@@ -42,7 +42,7 @@ from typing import Iterable
 from course_utils.reference import assignment_notebook, solution_cells
 
 from ..settings import NOTEBOOKS_DIR
-from .models import AssignmentSpec, GradeRow, Submission, TestRow
+from .models import MISCONCEPTION_SEPARATOR, AssignmentSpec, GradeRow, Submission, TestRow
 
 CLASS_REPORT_HTML = "class-report.html"
 CLASS_REPORT_JSON = "class-report.json"
@@ -221,8 +221,9 @@ def misconceptions(
     from_tests: dict[tuple[str, str], set[str]] = defaultdict(set)
     for t in tests:
         if t.misconception and (t.student_id, t.assignment) in scored:
-            students[(t.assignment, t.misconception)].add(t.student_id)
-            from_tests[(t.assignment, t.misconception)].add(t.test)
+            for name in t.misconception.split(MISCONCEPTION_SEPARATOR):  # every mistake that gives what the code gave
+                students[(t.assignment, name)].add(t.student_id)
+                from_tests[(t.assignment, name)].add(t.test)
     order = {name: i for i, name in enumerate(specs)}
 
     def test_order(assignment: str, test: str) -> tuple[int, str]:

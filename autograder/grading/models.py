@@ -21,6 +21,8 @@ from course_utils.reference import (
 
 from ..settings import CELL_TIMEOUT_S, MEMORY_LIMIT_BYTES
 
+MISCONCEPTION_SEPARATOR = " | "  # between the names in TestRow.misconception; no catalogued name holds it
+
 
 class Kind(str, enum.Enum):
     GRADED = "graded"
@@ -90,6 +92,7 @@ class TestRow:
     test: str
     score: float
     max_score: float
+    misconception: str = ""  # the catalogued mistakes this test's failure matches, by name, MISCONCEPTION_SEPARATOR between
 
 
 @dataclass(frozen=True)

@@ -38,7 +38,15 @@ class RunReport:
     def to_json(self) -> str:
         data = asdict(self)
         data["outputs"] = {str(index): outputs for index, outputs in self.outputs.items()}
-        data["verdicts"] = [{**asdict(v), "status": v.status.value, "inputs": [list(pair) for pair in v.inputs]} for v in self.verdicts]
+        data["verdicts"] = [
+            {
+                **asdict(v),
+                "status": v.status.value,
+                "inputs": [list(p) for p in v.inputs],
+                "misconceptions": [list(p) for p in v.misconceptions],
+            }
+            for v in self.verdicts
+        ]
         return json.dumps({"schema": REPORT_SCHEMA, **data}, default=str)
 
     @classmethod
@@ -92,9 +100,7 @@ def _verdict(data: Any) -> Verdict:
         status = Status(data["status"])
     except ValueError:
         raise ReportInvalid(f"verdict.status {data['status']!r}") from None
-    inputs = data["inputs"]
-    if not isinstance(inputs, list) or not all(isinstance(p, list) and len(p) == 2 and all(isinstance(x, str) for x in p) for p in inputs):
-        raise ReportInvalid("verdict.inputs is not a list of [name, description] pairs")
+    inputs, misconceptions = _pairs(data["inputs"], "verdict.inputs"), _pairs(data["misconceptions"], "verdict.misconceptions")
     if data["passed"] != (status is Status.PASSED):
         raise ReportInvalid(f"verdict of {data['test']!r}: passed={data['passed']} with status {status.value!r}")
     return Verdict(
@@ -104,10 +110,17 @@ def _verdict(data: Any) -> Verdict:
         status,
         data["label"],
         data["problem"],
-        tuple((name, description) for name, description in inputs),
+        inputs,
         data["hint"],
         data["function"],
+        misconceptions,
     )
+
+
+def _pairs(value: Any, name: str) -> tuple[tuple[str, str], ...]:
+    if not isinstance(value, list) or not all(isinstance(p, list) and len(p) == 2 and all(isinstance(x, str) for x in p) for p in value):
+        raise ReportInvalid(f"{name} is not a list of string pairs")
+    return tuple((first, second) for first, second in value)
 
 
 def read_run_report(path: Path) -> RunReport:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import enum
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import torch
@@ -53,6 +53,7 @@ class Verdict:
     inputs: tuple[tuple[str, str], ...] = ()  # (name, description) of the inputs it was given
     hint: str = ""
     function: str = ""  # NOT_WRITTEN: the function that still raises NotImplementedError
+    misconceptions: tuple[tuple[str, str], ...] = ()  # (mistake, section to revisit) that give what the student's code gave
 
 
 def graded_names(source: NotebookNode | dict[str, Any]) -> list[str]:
@@ -68,11 +69,14 @@ def trusted_namespace(source: NotebookNode | dict[str, Any]) -> dict[str, Any]:
     return namespace
 
 
-def decide(source: NotebookNode | dict[str, Any], record: bytes, stopped_because: dict[str, str]) -> dict[str, Verdict]:
+def decide(
+    source: NotebookNode | dict[str, Any], record: bytes, stopped_because: dict[str, str], assignment: str = ""
+) -> dict[str, Verdict]:
     """A verdict for every test cell of ``source``, from the sealed run's ``record``.
 
     ``stopped_because`` says, for a test cell the sealed run did not finish, why not; it is
-    quoted when the replay needs a call the record lacks.
+    quoted when the replay needs a call the record lacks. With ``assignment``, a failed test
+    also names the catalogued mistakes that give what the student's code gave there.
     """
     # Kernels are graded in Triton's interpreter, in the sealed run and here alike.
     os.environ["TRITON_INTERPRET"] = "1"
@@ -82,13 +86,15 @@ def decide(source: NotebookNode | dict[str, Any], record: bytes, stopped_because
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # as in the sealed run: the same inputs, bit for bit
     try:
-        with recording.replaying(events, stopped_because):
+        with recording.replaying(events, stopped_because) as replayed:
             for cell in source["cells"]:
                 if not is_test_cell(cell):
                     continue
                 test = nbgrader_meta(cell)["grade_id"]
                 recording.begin_cell(test)
                 verdicts[test] = _run_test(test, cell_source(cell), namespace)
+            if assignment:
+                verdicts = _with_misconceptions(assignment, source, verdicts, replayed)
     finally:
         torch.set_num_threads(threads)
     return verdicts
@@ -108,3 +114,19 @@ def _run_test(test: str, code: str, namespace: dict[str, Any]) -> Verdict:
             raise
         return Verdict(test, False, f"{type(error).__name__}: {error}", Status.ERROR)
     return Verdict(test, True)
+
+
+def _with_misconceptions(
+    assignment: str, source: NotebookNode | dict[str, Any], verdicts: dict[str, Verdict], replayed: dict[str, list[recording.Replayed]]
+) -> dict[str, Verdict]:
+    from .misconceptions import name_misconceptions  # the catalogue, loaded only when a test failed
+
+    failed = {test for test, v in verdicts.items() if v.status in (Status.FAILED, Status.ERROR)}
+    if not failed:
+        return verdicts
+    named = name_misconceptions(assignment, source, failed, replayed)
+    for test, found in named.items():
+        pairs = tuple((m.name, m.section) for m in found)
+        lines = [f"  this is what a known mistake gives: {name}" + (f" (revisit: {section})" if section else "") for name, section in pairs]
+        verdicts[test] = replace(verdicts[test], message="\n".join([verdicts[test].message, *lines]), misconceptions=pairs)
+    return verdicts

@@ -50,7 +50,7 @@ class SealedExecute(NbGraderPreprocessor):
             sealed=self.sealed,
         )
         run = run_sealed(nb, graded_names(source), limits)
-        verdicts = decide(source, bytes(run.record), stopped_reasons(nb, run))
+        verdicts = decide(source, bytes(run.record), stopped_reasons(nb, run), assignment)
         redactor = Redactor.for_source(source)
         for index, cell in enumerate(nb.cells):
             if cell.cell_type != "code":

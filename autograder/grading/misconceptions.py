@@ -1,0 +1,193 @@
+"""Naming a student's misconception: which catalogued mistake gives what their code gave.
+
+When a test fails in the trusted pass, each catalogued mistake that loses that test
+(``autograder/mistakes/``) is run, as instructor code, on the very inputs the test gave the
+student's code (``course_utils.recording.Replayed``), with the same stand-ins, tripwires and
+measurements. A mistake is named when it reproduces every comparable result the record holds
+for the failed tests: the same values to the course's tolerance for their dtype, the same
+exception type, the same forbidden calls, the same measurement. Nothing of the student's code
+runs here; only their recorded results are compared.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+from nbformat.notebooknode import NotebookNode
+
+from course_utils import recording
+from course_utils.comparisons import tolerance
+from course_utils.reference import is_solution_cell, nbgrader_meta, solution_cells, solution_module
+
+from ..mistakes import MISTAKES, Variant
+
+BUDGET_S = 20.0  # per submission: naming is a courtesy, the grade never waits long for it
+_modules: dict[tuple[str, str], Any] = {}
+
+
+@dataclass(frozen=True)
+class Misconception:
+    name: str  # the catalogue's student-facing description
+    section: str  # the notebook section to revisit: the heading above the function's cell
+
+
+class _NotComparable(Exception):
+    """This result says nothing about the mistake (an object, a call the mistake cannot make)."""
+
+
+def section_of(source: NotebookNode | dict[str, Any], grade_id: str) -> str:
+    """The section above the cell ``grade_id`` (its ``##`` heading, and the ``###`` one inside it, if any)."""
+    section, subsection = "", ""
+    for cell in source["cells"]:
+        if cell.get("cell_type") == "markdown":
+            for line in "".join(cell.get("source", "")).splitlines():
+                if line.startswith("## "):
+                    section, subsection = line[3:].strip(), ""
+                elif line.startswith("### "):
+                    subsection = line[4:].strip()
+        elif is_solution_cell(cell) and nbgrader_meta(cell).get("grade_id") == grade_id:
+            return f"{section} › {subsection}" if section and subsection else section or subsection
+    return ""
+
+
+def name_misconceptions(
+    assignment: str,
+    source: NotebookNode | dict[str, Any],
+    failed: set[str],
+    replayed: dict[str, list[recording.Replayed]],
+    budget_s: float = BUDGET_S,
+) -> dict[str, tuple[Misconception, ...]]:
+    """For each failed test, the catalogued mistakes that give what the student's code gave there."""
+    started = time.monotonic()
+    named: dict[str, list[Misconception]] = {}
+    cells = solution_cells(source)
+    candidates = [m for m in MISTAKES.get(assignment, []) if failed & set(m.loses) and m.cell in cells]
+    # The likeliest first: a mistake that loses exactly the tests that failed, then the nearest.
+    candidates.sort(key=lambda m: (not set(m.loses) <= failed, len(failed ^ set(m.loses))))
+    for mistake in candidates:
+        if time.monotonic() - started > budget_s:
+            break
+        tests = [t for t in mistake.loses if t in failed and replayed.get(t)]
+        if tests and all(_reproduces(assignment, mistake, cells[mistake.cell], replayed[t]) for t in tests):
+            found = Misconception(mistake.name, section_of(source, mistake.cell))
+            for test in tests:
+                named.setdefault(test, []).append(found)
+    return {test: tuple(found) for test, found in named.items()}
+
+
+def _module(assignment: str, mistake: Variant, solution_source: str) -> Any:
+    key = (assignment, mistake.name)
+    if key not in _modules:
+        _modules[key] = solution_module(assignment, {mistake.cell: mistake.apply(solution_source)}, name=mistake.name)
+    return _modules[key]
+
+
+def _reproduces(assignment: str, mistake: Variant, solution_source: str, calls: list[recording.Replayed]) -> bool:
+    """The mistake gives every comparable result of ``calls``, and at least one is comparable."""
+    try:
+        module = _module(assignment, mistake, solution_source)
+    except Exception:  # noqa: BLE001 - a mistake that cannot even load names nothing
+        return False
+    objects: dict[int, Any] = {}  # handle number in the record -> the mistake's object
+    compared = 0
+    for call in calls:
+        try:
+            same = _same_result(module, objects, call)
+        except _NotComparable:
+            continue
+        if not same:
+            return False
+        compared += 1
+    return compared > 0
+
+
+def _target(module: Any, objects: dict[int, Any], call: recording.Replayed) -> Any:
+    kind, _, name = call.target.partition(":")
+    if kind == "name" and hasattr(module, name):
+        return getattr(module, name)
+    if kind == "handle" and int(name) in objects:
+        return objects[int(name)]
+    if kind == "measure" and isinstance(call.fn, recording.Placeholder) and hasattr(module, call.fn.__name__):
+        return getattr(module, call.fn.__name__)
+    raise _NotComparable(call.target)
+
+
+def _inputs(value: Any, objects: dict[int, Any]) -> Any:
+    """A copy of what the test passed (the mistake may write into it), handles mapped to the mistake's objects."""
+    if isinstance(value, recording.Handle):
+        if value._number not in objects:
+            raise _NotComparable("a handle the mistake never made")
+        return objects[value._number]
+    if isinstance(value, (tuple, list)):
+        return type(value)(_inputs(v, objects) for v in value)
+    if isinstance(value, dict):
+        return {k: _inputs(v, objects) for k, v in value.items()}
+    if isinstance(value, (recording.Placeholder, recording.Withheld)):
+        raise _NotComparable("a graded function passed as an argument")
+    return copy.deepcopy(value) if isinstance(value, torch.Tensor) else value
+
+
+def _same_result(module: Any, objects: dict[int, Any], call: recording.Replayed) -> bool:
+    fn = _target(module, objects, call)
+    args, kwargs = _inputs(call.args, objects), _inputs(call.kwargs, objects)
+    if call.measure is not None:  # a measurement (FLOPs, peak memory, a stream's reads) of the same call
+        with _live(call.rng):
+            return _close(call.measure(lambda: fn(*args, **kwargs)), call.outcome.value)
+    wrap = call.through[1] if call.through else None
+    with _live(call.rng):
+        outcome = recording._run(fn, call.attribute, args, kwargs, call.stand_ins, call.forbidden_builtins, wrap, wrap_objects=False)
+    if call.forbidden_builtins and set(outcome.forbidden_calls) != set(call.outcome.forbidden_calls):
+        return False
+    if call.outcome.kind == "handle":
+        if outcome.kind not in ("value", "handle"):
+            return False
+        objects[call.outcome.value._number if isinstance(call.outcome.value, recording.Handle) else -1] = outcome.value
+        raise _NotComparable("an object: its methods are compared when the test calls them")
+    if call.outcome.kind != outcome.kind:
+        return False
+    if outcome.kind == "raised":
+        return outcome.error_type == call.outcome.error_type
+    return _close(outcome.value, call.outcome.value)
+
+
+class _live:
+    """Run the mistake as plain code, from the random state the student's call had: no record to read
+    from while it runs, and the trusted pass's own random state untouched after."""
+
+    def __init__(self, rng: torch.Tensor | None) -> None:
+        self.rng = rng
+
+    def __enter__(self) -> None:
+        self.saved = recording._state.mode, torch.random.get_rng_state()
+        recording._state.mode = recording.Mode.LIVE
+        if self.rng is not None:
+            torch.random.set_rng_state(self.rng)
+
+    def __exit__(self, *exc: object) -> None:
+        recording._state.mode = self.saved[0]
+        torch.random.set_rng_state(self.saved[1])
+
+
+def _close(mistake: Any, student: Any) -> bool:
+    """The same result, to the course's tolerance for the dtype."""
+    if isinstance(student, torch.Tensor) or isinstance(mistake, torch.Tensor):
+        if not (isinstance(student, torch.Tensor) and isinstance(mistake, torch.Tensor)) or student.shape != mistake.shape:
+            return False
+        if student.dtype != mistake.dtype:
+            return False
+        if not (student.is_floating_point() or student.is_complex()):
+            return bool(torch.equal(student.cpu(), mistake.cpu()))
+        limits = tolerance(student.dtype)
+        return bool(torch.allclose(mistake.cpu(), student.cpu(), rtol=limits.rtol, atol=limits.atol, equal_nan=True))
+    if isinstance(student, (tuple, list)):
+        return isinstance(mistake, (tuple, list)) and len(mistake) == len(student) and all(map(_close, mistake, student))
+    if isinstance(student, dict):
+        return isinstance(mistake, dict) and mistake.keys() == student.keys() and all(_close(mistake[k], student[k]) for k in student)
+    if isinstance(student, float) and isinstance(mistake, (int, float)) and not isinstance(mistake, bool):
+        return math.isclose(mistake, student, rel_tol=1e-6, abs_tol=1e-9) or (math.isnan(mistake) and math.isnan(student))
+    return type(mistake) is type(student) and mistake == student
