@@ -8,10 +8,11 @@ from pathlib import Path
 
 import pytest
 from bad_submissions import BAD_CASES, FIRST, ODD_NAMES, BadCase
-from conftest import ASSIGNMENTS, SOLUTIONS_DIR, GradedClass, leaked_hidden_lines, tree_digest
+from helpers import ASSIGNMENTS, GradedClass, leaked_hidden_lines, tree_digest
 
 from autograder.grading.models import AssignmentSpec
 from autograder.mistakes import MISTAKES
+from autograder.settings import SOLUTIONS_DIR
 
 pytestmark = pytest.mark.slow
 SPEC = AssignmentSpec.load(SOLUTIONS_DIR, FIRST)

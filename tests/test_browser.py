@@ -19,7 +19,7 @@ from typing import Iterator
 
 import nbformat
 import pytest
-from conftest import ASSIGNMENTS, ColabRuns
+from helpers import ASSIGNMENTS, ColabRuns
 
 from autograder.site import build_site
 from autograder.submissions import released, solved

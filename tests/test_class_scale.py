@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 from bad_submissions import BAD_CELL_TIMEOUT_S, BAD_MEMORY_LIMIT, FIRST
-from conftest import GradedClass
+from helpers import GradedClass
 
 from autograder.grading.cache import fingerprint
 from autograder.grading.models import GradingOptions

@@ -11,7 +11,7 @@ from html import unescape
 
 import nbformat
 import pytest
-from conftest import ASSIGNMENTS, GradedClass, leaked_hidden_lines, tree_digest, variant_rounds
+from helpers import ASSIGNMENTS, GradedClass, leaked_hidden_lines, tree_digest, variant_rounds
 
 from autograder.demo import DEMO_ASSIGNMENTS, DEMO_MISTAKES
 from autograder.demo import build_class as build_demo_class

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from conftest import ASSIGNMENTS, SOLUTIONS_DIR
+from helpers import ASSIGNMENTS
 
 from autograder.grading.admission import repair
 from autograder.grading.intake import (
@@ -20,6 +20,7 @@ from autograder.grading.intake import (
     take_in,
 )
 from autograder.grading.models import AssignmentSpec
+from autograder.settings import SOLUTIONS_DIR
 from autograder.submissions import released, solved
 
 FIRST, THIRD = ASSIGNMENTS[0], ASSIGNMENTS[2]

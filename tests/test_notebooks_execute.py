@@ -8,7 +8,7 @@ versions must run to the end, failing only where a function is still a stub.
 from __future__ import annotations
 
 import pytest
-from conftest import ASSIGNMENTS, ColabRuns
+from helpers import ASSIGNMENTS, ColabRuns
 
 pytestmark = pytest.mark.slow
 

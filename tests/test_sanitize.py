@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import nbformat
 import pytest
-from conftest import REPO_ROOT
 
 from autograder.nbgrader_ext.sanitize import DROPPED_NOTE, clean_markdown, clean_output
+from autograder.settings import REPO_ROOT
 
 HOSTILE = [
     "[click](javascript:alert(1))",

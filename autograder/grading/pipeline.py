@@ -149,10 +149,7 @@ def grade(
             cache.put(graded.submission, grade_row, test_rows)
     cache.save()
 
-    # The same order whatever ran where: students, then assignments in course order.
-    order = {pair: i for i, pair in enumerate(pairs)}
-    report.grades.sort(key=lambda r: order[(r.student_id, r.assignment)])
-    report.tests.sort(key=lambda r: (order[(r.student_id, r.assignment)], list(specs[r.assignment].tests).index(r.test)))
+    in_class_order(report, pairs, specs)
     report.grades += unplaced
     write_csvs(report, out)
     write_summary(report.grades, report.tests, specs, out)
@@ -267,3 +264,11 @@ def _clear_stale_feedback(feedback_dir: Path, keep: set[tuple[str, str]]) -> Non
     for folder in feedback_dir.iterdir():
         if folder.is_dir() and not any(folder.iterdir()):
             folder.rmdir()
+
+
+def in_class_order(report: GradingReport, pairs: list[tuple[str, str]], specs: dict[str, AssignmentSpec]) -> None:
+    """The same order whatever ran where, and whenever it finished: ``pairs`` (students, then
+    assignments in course order), and each pair's tests in notebook order."""
+    order = {pair: i for i, pair in enumerate(pairs)}
+    report.grades.sort(key=lambda r: order[(r.student_id, r.assignment)])
+    report.tests.sort(key=lambda r: (order[(r.student_id, r.assignment)], list(specs[r.assignment].tests).index(r.test)))
