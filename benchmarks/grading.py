@@ -24,6 +24,7 @@ from pathlib import Path
 import torch
 
 from autograder.course import list_assignments
+from autograder.grading.models import STAGES
 from autograder.grading.pipeline import grade
 from autograder.mistakes import MISTAKES
 from autograder.submissions import released, solved, write_submission
@@ -51,10 +52,11 @@ def write_class(folder: Path, assignment: str, size: int, mixed: bool) -> None:
         write_submission(folder, f"student-{i:03d}", assignment, kinds[i % len(kinds)])
 
 
-def timed_grade(submissions: Path, out: Path, assignment: str, **options) -> tuple[float, list]:
+def timed_grade(submissions: Path, out: Path, assignment: str, **options) -> tuple[float, list, dict[str, float]]:
+    """Wall seconds, the grade rows, and the seconds spent in each grading stage (summed over workers)."""
     started = time.perf_counter()
     report = grade(submissions, out, assignments=[assignment], progress=False, reuse=False, **options)
-    return time.perf_counter() - started, report.grades
+    return time.perf_counter() - started, report.grades, {stage: round(report.stages.get(stage, 0.0), 2) for stage in STAGES}
 
 
 def parallel(assignment: str, size: int, jobs: int) -> dict[str, object]:
@@ -62,8 +64,8 @@ def parallel(assignment: str, size: int, jobs: int) -> dict[str, object]:
     with tempfile.TemporaryDirectory() as tmp:
         submissions = Path(tmp) / "submissions"
         write_class(submissions, assignment, size, mixed=True)
-        serial, serial_rows = timed_grade(submissions, Path(tmp) / "out-1", assignment, jobs=1)
-        pooled, pooled_rows = timed_grade(submissions, Path(tmp) / f"out-{jobs}", assignment, jobs=jobs)
+        serial, serial_rows, serial_stages = timed_grade(submissions, Path(tmp) / "out-1", assignment, jobs=1)
+        pooled, pooled_rows, pooled_stages = timed_grade(submissions, Path(tmp) / f"out-{jobs}", assignment, jobs=jobs)
     if serial_rows != pooled_rows:
         changed = [(a, b) for a, b in zip(serial_rows, pooled_rows) if a != b][:3]
         raise AssertionError(f"grading with more jobs changed the grade rows, e.g. {changed}")
@@ -76,6 +78,9 @@ def parallel(assignment: str, size: int, jobs: int) -> dict[str, object]:
         "seconds_per_notebook_jobs_1": round(serial / size, 3),
         f"seconds_per_notebook_jobs_{jobs}": round(pooled / size, 3),
         "ratio": round(pooled / serial, 3),
+        # Where the time goes, summed over the workers: the serial part is what is not divided by jobs.
+        "stages_jobs_1": serial_stages,
+        f"stages_jobs_{jobs}": pooled_stages,
     }
 
 
@@ -86,7 +91,7 @@ def per_notebook(copies: int) -> list[dict[str, object]]:
         for feedback in (False, True):
             with tempfile.TemporaryDirectory() as tmp:
                 write_class(Path(tmp) / "submissions", assignment, copies, mixed=False)
-                seconds, grades = timed_grade(Path(tmp) / "submissions", Path(tmp) / "out", assignment, feedback=feedback)
+                seconds, grades, _ = timed_grade(Path(tmp) / "submissions", Path(tmp) / "out", assignment, feedback=feedback)
             assert all(r.score == r.max_score for r in grades), "the solution should score full marks"
             row["seconds_per_submission" + ("_with_feedback" if feedback else "")] = round(seconds / copies, 2)
         rows.append(row)
@@ -115,6 +120,9 @@ def main() -> None:
             f"jobs={args.jobs} {result[f'seconds_jobs_{args.jobs}']:.1f} s ({result[f'seconds_per_notebook_jobs_{args.jobs}']:.2f} s/notebook); "
             f"ratio {result['ratio']:.2f} ({verdict} the target of {TARGET_RATIO})"
         )
+        print(f"{'stage':<20}{'jobs=1 s':>10}{f'jobs={args.jobs} s':>10}   (summed over workers)")
+        for stage in STAGES:
+            print(f"{stage:<20}{result['stages_jobs_1'][stage]:>10.2f}{result[f'stages_jobs_{args.jobs}'][stage]:>10.2f}")
     else:
         figures["per_notebook"] = rows = per_notebook(args.copies)
         print(f"{'assignment':<32}{'s/submission':>14}{'with feedback':>15}")

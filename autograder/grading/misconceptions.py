@@ -26,7 +26,7 @@ from course_utils.reference import is_solution_cell, nbgrader_meta, solution_cel
 
 from ..mistakes import MISTAKES, Variant
 
-BUDGET_S = 20.0  # per submission: naming is a courtesy, the grade never waits long for it
+BUDGET_S = 60.0  # per submission: naming is a courtesy, the grade never waits long for it
 _modules: dict[tuple[str, str], Any] = {}
 
 

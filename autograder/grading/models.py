@@ -136,6 +136,19 @@ class Submission:
     refused: str = ""  # why a file received for it was not read (an archive limit, a link); content is then None
 
 
+# The stages of grading one submission, in order, for the per-stage timing (benchmarks/grading.py).
+STAGES = (
+    "worker start",  # the scratch course and the warm sealed runner, once per worker
+    "assignment setup",  # generate_assignment and the health check, once per worker and assignment
+    "admission",  # reading, repairing and flagging the notebook
+    "sealed run",  # the notebook in the sandbox
+    "verdicts",  # the trusted replay of the test cells (and naming misconceptions)
+    "nbgrader",  # the rest of nbgrader's autograde: its preprocessors and the gradebook
+    "results",  # scores from the gradebook, the run report, the notes
+    "feedback",  # the HTML feedback
+)
+
+
 @dataclass
 class Graded:
     submission: Submission
@@ -143,6 +156,7 @@ class Graded:
     tests: list[TestRow]
     feedback: dict[str, bytes] = field(default_factory=dict)  # file name -> HTML
     worker: str = ""  # which worker graded it: its end-of-run health check vouches for the row
+    stages: dict[str, float] = field(default_factory=dict)  # seconds per grading stage (see STAGES)
 
 
 class SubmissionProblem(Exception):
@@ -176,6 +190,7 @@ class GradingReport:
     tests: list[TestRow] = field(default_factory=list)
     reused: int = 0  # pairs whose rows came from an earlier run: nothing they depend on changed
     gradebook: GradebookExport | None = None  # what grade(gradebook=URL) wrote into nbgrader's gradebook
+    stages: dict[str, float] = field(default_factory=dict)  # seconds per grading stage, summed over the submissions graded now
 
     def row_of(self, student_id: str, assignment: str) -> GradeRow:
         return next(r for r in self.grades if r.student_id == student_id and r.assignment == assignment)

@@ -139,6 +139,8 @@ def grade(
         ):
             graded = _unverified(graded.submission, specs[graded.submission.assignment], str(failure))
         grade_row, test_rows = graded.grade, graded.tests
+        for stage, seconds in graded.stages.items():
+            report.stages[stage] = report.stages.get(stage, 0.0) + seconds
         report.grades.append(grade_row)
         report.tests += test_rows
         for filename, html in graded.feedback.items():

@@ -31,7 +31,8 @@ class RunReport:
     invalid: str = ""  # '' when every frame of the sealed run followed the protocol; else why not
     leftover_processes: int = 0
     process_limit_note: str = ""  # '' when the process limit held; else why it could not be enforced
-    seconds: float = 0.0
+    seconds: float = 0.0  # the sealed run
+    verdict_seconds: float = 0.0  # the trusted replay of the tests
     outputs: dict[int, list[dict[str, Any]]] = field(default_factory=dict)  # the student's cells, by index
     verdicts: tuple[Verdict, ...] = ()
 
@@ -62,6 +63,7 @@ class RunReport:
             _typed(data[name], kind, name)
         _typed(data["leftover_processes"], int, "leftover_processes")
         _typed(data["seconds"], (int, float), "seconds")
+        _typed(data["verdict_seconds"], (int, float), "verdict_seconds")
         _typed(data["verdicts"], list, "verdicts")
         outputs = {}
         for index, cell in data["outputs"].items():
@@ -75,6 +77,7 @@ class RunReport:
             data["leftover_processes"],
             data["process_limit_note"],
             float(data["seconds"]),
+            float(data["verdict_seconds"]),
             outputs,
             tuple(_verdict(v) for v in data["verdicts"]),
         )

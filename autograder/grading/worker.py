@@ -13,6 +13,7 @@ import os
 import re
 import socket
 import tempfile
+import time
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -107,11 +108,14 @@ class GradingBatch:
 
     def _grade(self, prepared: "PreparedCourse", submissions: list[Submission], on_graded: Callable[[], None] | None) -> list[Graded]:
         course, api = prepared.course, prepared.api
+        clock, setup = Clock(), {"worker start": prepared.start_seconds}
+        prepared.start_seconds = 0.0  # counted once, with this worker's first batch
         for name in dict.fromkeys(s.assignment for s in submissions):
             if name not in prepared.specs:
                 course.check(api.generate_assignment(name, force=True, create=True), f"generate_assignment {name}")
                 prepared.specs[name] = AssignmentSpec.load(course.solutions_dir, name)
                 _checked(health_check, prepared, prepared.specs[name], self.options)  # before any grade of it
+        setup["assignment setup"] = clock.lap()
         results = []
         for submission in submissions:
             graded = grade_one(course, api, submission, prepared.specs[submission.assignment], self.options)
@@ -119,9 +123,13 @@ class GradingBatch:
             results.append(graded)
             if on_graded:
                 on_graded()
-        if self.options.feedback:
-            for result in results:
+        clock.lap()  # the submissions' own stages were timed by grade_one
+        for result in results:
+            if self.options.feedback:
                 result.feedback = _feedback(course, api, result.grade)
+                result.stages["feedback"] = clock.lap()
+        if results:
+            results[0].stages.update({stage: results[0].stages.get(stage, 0.0) + seconds for stage, seconds in setup.items()})
         return results
 
 
@@ -130,10 +138,24 @@ class PreparedCourse:
     course: ScratchCourse
     api: Any
     specs: dict[str, AssignmentSpec] = field(default_factory=dict)  # assignments generated in it so far
+    start_seconds: float = 0.0  # making the course and warming the runner, not yet counted in a batch's stages
+
+
+class Clock:
+    """Seconds since the last lap."""
+
+    def __init__(self) -> None:
+        self.last = time.perf_counter()
+
+    def lap(self) -> float:
+        now = time.perf_counter()
+        seconds, self.last = now - self.last, now
+        return seconds
 
 
 @contextmanager
 def _course_for(batch: GradingBatch) -> Iterator[PreparedCourse]:
+    clock = Clock()
     prewarm_runner(batch.options.sealed, batch.options.memory_limit or None)  # torch imports while nbgrader sets up
     with (
         materialized(batch.solutions) as solutions_dir,
@@ -145,7 +167,7 @@ def _course_for(batch: GradingBatch) -> Iterator[PreparedCourse]:
             gradebook=batch.gradebook,
         ) as course,
     ):
-        yield PreparedCourse(course, course.api())
+        yield PreparedCourse(course, course.api(), start_seconds=clock.lap())
 
 
 _warm: dict[str, tuple[ExitStack, PreparedCourse]] = {}  # at most one: this worker's course for the current run
@@ -184,6 +206,7 @@ def grade_one(course: ScratchCourse, api: Any, submission: Submission, spec: Ass
     """Grade one submission; any problem becomes a zero row whose outcome says why."""
     student, name = submission.student, spec.name
     notes = list(submission.notes)
+    clock, stages = Clock(), {}
     try:
         released = nbformat.read(assignment_notebook(course.root / "release", name), as_version=4)
         notebook = read_submission(submission, name)
@@ -198,13 +221,18 @@ def grade_one(course: ScratchCourse, api: Any, submission: Submission, spec: Ass
         target = assignment_notebook(course.root / "submitted" / student, name)
         target.parent.mkdir(parents=True, exist_ok=True)
         nbformat.write(notebook, target)
+        stages["admission"] = clock.lap()
         result = api.autograde(name, student, force=True, create=True)
+        autograde_seconds = clock.lap()
         if not result.get("success"):
             raise SubmissionProblem(Kind.AUTOGRADE_FAILED, failure_reason(result))
         scores = _scores_from_gradebook(course, student, spec)
         report = _run_report(course, student, name)
+        stages["sealed run"], stages["verdicts"] = report.seconds, report.verdict_seconds
+        stages["nbgrader"] = max(0.0, autograde_seconds - report.seconds - report.verdict_seconds)
         notes += diagnose(assignment_notebook(course.root / "autograded" / student, name), report, options)
         notes += _run_notes(report, options)
+        stages["results"] = clock.lap()
     except Exception as problem:  # noqa: BLE001 - one bad submission must not stop the class
         if isinstance(problem, SubmissionProblem):
             return ungraded(submission, spec, Outcome(problem.kind, problem.reason, tuple(notes)))
@@ -216,6 +244,7 @@ def grade_one(course: ScratchCourse, api: Any, submission: Submission, spec: Ass
         submission,
         GradeRow(student, name, sum(scores.values()), spec.max_score, outcome),
         [TestRow(student, name, test, scores.get(test, 0.0), points, named.get(test, "")) for test, points in spec.tests.items()],
+        stages=stages,
     )
 
 

@@ -12,6 +12,7 @@ a solution removed. A short report of the run goes to ``report_dir`` for the gra
 from __future__ import annotations
 
 import re
+import time
 from pathlib import Path
 from typing import Any
 
@@ -50,7 +51,9 @@ class SealedExecute(NbGraderPreprocessor):
             sealed=self.sealed,
         )
         run = run_sealed(nb, graded_names(source), limits)
+        started = time.perf_counter()
         verdicts = decide(source, bytes(run.record), stopped_reasons(nb, run), assignment)
+        verdict_seconds = time.perf_counter() - started
         redactor = Redactor.for_source(source)
         for index, cell in enumerate(nb.cells):
             if cell.cell_type != "code":
@@ -61,10 +64,10 @@ class SealedExecute(NbGraderPreprocessor):
                 cell.outputs = [redactor.value(o) for o in untrusted_outputs(run.outputs.get(index, []))]
                 cell.outputs = [nbformat.from_dict(o) for o in cell.outputs]
             cell.execution_count = None
-        self._report(student, assignment, run, verdicts)
+        self._report(student, assignment, run, verdicts, verdict_seconds)
         return nb, resources
 
-    def _report(self, student: str, assignment: str, run: SealedRun, verdicts: dict[str, Verdict]) -> None:
+    def _report(self, student: str, assignment: str, run: SealedRun, verdicts: dict[str, Verdict], verdict_seconds: float) -> None:
         if not self.report_dir:
             return
         target = Path(self.report_dir) / student / f"{assignment}.json"
@@ -76,6 +79,7 @@ class SealedExecute(NbGraderPreprocessor):
             leftover_processes=run.leftover_processes,
             process_limit_note=run.process_limit_note,
             seconds=round(run.seconds, 3),
+            verdict_seconds=round(verdict_seconds, 3),
             outputs=dict(run.outputs),
             verdicts=tuple(verdicts.values()),
         )
