@@ -1,8 +1,8 @@
 """``demo``: a small synthetic class, graded end to end, for a newcomer to watch.
 
-Five students hand in the first notebook and the last. One solved both, one handed
-in the untouched releases, and three made typical mistakes from ``autograder/mistakes``
-(one per notebook, or none). Notebook 08's class includes a Triton kernel that the
+Five students hand in the first notebook, the backward pass (08) and the last (09). One
+solved all three, one handed in the untouched releases, and three made typical mistakes from
+``autograder/mistakes`` (one per notebook, or none). Notebook 08's class includes a Triton kernel that the
 CPU interpreter runs but no GPU compiler builds: the hidden compile check catches it.
 The demo grades them exactly as ``grade`` would and prints the table; with ``--out`` it keeps the
 CSVs, the feedback and the class report (``class-report.html``) there.
@@ -32,6 +32,10 @@ DEMO_MISTAKES: dict[str, tuple[str, ...]] = {
         "attention_backward drops the scale in dQ",
         "the dQ kernel leaves its loop with break (the interpreter runs it, no GPU compiler builds it)",
     ),
+    "09_language_model": (
+        "rope pairs neighbours (x[2i], x[2i + 1]: the interleaved convention) where the notebook states halves",
+        "generate feeds each cached step at position 0 (positions not offset)",
+    ),
 }
 DEMO_ASSIGNMENTS = tuple(DEMO_MISTAKES)
 # Students who each make one mistake per notebook (or none, once their list runs out).
@@ -56,7 +60,7 @@ def build_class(folder: Path, assignments: tuple[str, ...] = DEMO_ASSIGNMENTS) -
 
 
 def run_demo(out: Path | None = None, assignments: tuple[str, ...] = DEMO_ASSIGNMENTS) -> GradingReport:
-    """Build the class for ``assignments`` (by default notebooks 01 and 08), grade it, print the table."""
+    """Build the class for ``assignments`` (by default notebooks 01, 08 and 09), grade it, print the table."""
     with tempfile.TemporaryDirectory(prefix="demo-class-") as tmp:
         submissions = Path(tmp) / "submissions"
         roster = build_class(submissions, assignments)

@@ -253,9 +253,9 @@ def test_quick_demo_prints_the_score_table(repo_root) -> None:
 
 
 def test_the_full_demo_hands_in_catalogued_mistakes(tmp_path) -> None:
-    # The full demo adds notebook 08. Each of its mistakes is a catalogued variant, so the graded class
-    # (test_mistake_loses_points_on_the_test_that_names_it) shows the demo row it gives, without grading 08 twice.
-    assert DEMO_ASSIGNMENTS == ("01_soft_dictionary_lookup", "08_flash_backward")  # the first notebook and the last
+    # The full demo adds notebooks 08 and 09. Each of their mistakes is a catalogued variant, so the graded class
+    # (test_mistake_loses_points_on_the_test_that_names_it) shows the demo row it gives, without grading them twice.
+    assert DEMO_ASSIGNMENTS == ("01_soft_dictionary_lookup", "08_flash_backward", "09_language_model")  # first, kernels, last
     roster = build_demo_class(tmp_path, DEMO_ASSIGNMENTS)
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(roster)
     for assignment, names in DEMO_MISTAKES.items():
@@ -268,9 +268,16 @@ def test_the_full_demo_hands_in_catalogued_mistakes(tmp_path) -> None:
     assert broken.loses == ("test_flash_attention_backward_triton",)
 
 
+# Mistakes no feedback can name from results: which entries come out wrong depends on what memory held.
+UNNAMEABLE = {"matmul does not mask the ragged last step along K": "it reads past K, and what lies there decides which entries are wrong"}
+
+
 @pytest.mark.parametrize(("assignment", "mistake"), MISTAKE_CASES, ids=[m.name for _, m in MISTAKE_CASES])
 def test_feedback_names_the_mistake(graded_class: GradedClass, assignment: str, mistake) -> None:
     # The catalogued mistake, run on the inputs the tests gave the student's code, gives what it gave: named.
+    if mistake.name in UNNAMEABLE:
+        assert mistake.undefined_values, "only a mistake whose values are undefined may go unnamed"
+        pytest.skip(UNNAMEABLE[mistake.name])
     student = student_with(graded_class, assignment, mistake)
     named = {
         r.test: r.misconception.split(MISCONCEPTION_SEPARATOR)

@@ -15,6 +15,7 @@ from . import (
     dot_product_attention,
     flash_backward,
     fused_attention,
+    language_model,
     masking,
     multi_head_attention,
     scaled_dot_product_attention,
@@ -34,6 +35,7 @@ MISTAKES: dict[str, list[Variant]] = {
     "06_complexity": complexity.MISTAKES,
     "07_fused_attention": fused_attention.MISTAKES,
     "08_flash_backward": flash_backward.MISTAKES,
+    "09_language_model": language_model.MISTAKES,
 }
 CORRECT_VARIANTS: dict[str, list[Variant]] = {
     "01_soft_dictionary_lookup": soft_dictionary_lookup.CORRECT_VARIANTS,
@@ -44,4 +46,5 @@ CORRECT_VARIANTS: dict[str, list[Variant]] = {
     "06_complexity": complexity.CORRECT_VARIANTS,
     "07_fused_attention": fused_attention.CORRECT_VARIANTS,
     "08_flash_backward": flash_backward.CORRECT_VARIANTS,
+    "09_language_model": language_model.CORRECT_VARIANTS,
 }

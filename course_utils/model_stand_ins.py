@@ -1,0 +1,163 @@
+"""Notebook 09's PyTorch references: RoPE, masked attention, a decoder block and a tiny language model.
+
+Tests stand these in for the student's functions (``call(..., stand_ins=BLOCK_STAND_INS)``), so that
+a slip in one graded function costs points only on its own tests, and build expected values from
+them (``ReferenceBlock`` runs ``F.scaled_dot_product_attention``). Built from public torch operations
+only. The RoPE convention is the one notebook 09 states: halves (``rotate_half``), as in GPT-NeoX and
+Hugging Face's LLaMA.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from .stand_ins import CAUSAL_MASK_STAND_IN, HEADS_STAND_IN
+
+# Bound once, here: a "do not call the built-in" tripwire on the Python names must not trip over a stand-in.
+_softmax = torch.softmax
+_sdpa = F.scaled_dot_product_attention
+
+
+def rope_angles(positions: torch.Tensor, dim: int, base: float = 10000.0) -> torch.Tensor:
+    """The rotation angles, in float64: angle[t, i] = positions[t] * base ** (-2 i / dim).
+
+    Returns:
+        [T, dim // 2] float64, for positions [T] and an even ``dim``.
+    """
+    inv_freq = base ** (-torch.arange(0, dim, 2, dtype=torch.float64, device=positions.device) / dim)
+    return positions.to(torch.float64)[:, None] * inv_freq[None, :]
+
+
+def torch_rope(x: torch.Tensor, positions: torch.Tensor, base: float = 10000.0) -> torch.Tensor:
+    """Notebook 09's ``rope``: rotate the pairs (x[i], x[i + d/2]) of each token by positions * base**(-2i/d).
+
+    Args:
+        x: [..., T, d] with d even; positions: [T] integer positions.
+
+    Returns:
+        [..., T, d] in x's dtype; the angles and the rotation are computed in float64.
+    """
+    d = x.shape[-1]
+    angles = rope_angles(positions, d, base)  # [T, d/2]
+    cos, sin = angles.cos(), angles.sin()
+    x1, x2 = x[..., : d // 2].double(), x[..., d // 2 :].double()
+    return torch.cat([x1 * cos - x2 * sin, x2 * cos + x1 * sin], dim=-1).to(x.dtype)
+
+
+def torch_masked_attention(
+    Q: torch.Tensor,
+    K: torch.Tensor,
+    V: torch.Tensor,
+    attn_mask: torch.Tensor | None = None,
+    is_causal: bool = False,
+    scale: float | None = None,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Notebook 04's ``scaled_dot_product_attention`` by PyTorch: (output, weights), bool masks True = attend.
+
+    Returns:
+        (output [..., T_q, d_v], weights [..., T_q, T_k]); rows with every key masked are 0 in both.
+    """
+    scale = Q.shape[-1] ** -0.5 if scale is None else scale
+    scores = Q @ K.transpose(-2, -1) * scale
+    if is_causal:
+        attn_mask = torch.ones(Q.shape[-2], K.shape[-2], dtype=torch.bool, device=Q.device).tril()
+    if attn_mask is not None:
+        scores = scores.masked_fill(~attn_mask, float("-inf")) if attn_mask.dtype == torch.bool else scores + attn_mask
+    empty = torch.isneginf(scores).all(dim=-1, keepdim=True)
+    weights = _softmax(scores.masked_fill(empty, 0.0), dim=-1).masked_fill(empty, 0.0)
+    return weights @ V, weights
+
+
+class ReferenceBlock(nn.Module):
+    """A pre-norm decoder block with notebook 09's parameter names, attention by ``F.scaled_dot_product_attention``.
+
+    Shapes: x [B, T, D] -> [B, T, D]; the cache holds keys and values [B, H, T_cached, D / H] after RoPE.
+    """
+
+    def __init__(self, d_model: int, num_heads: int, use_rope: bool = True):
+        super().__init__()
+        self.num_heads, self.use_rope = num_heads, use_rope
+        self.norm1 = nn.LayerNorm(d_model)
+        self.qkv = nn.Linear(d_model, 3 * d_model)
+        self.out_proj = nn.Linear(d_model, d_model)
+        self.norm2 = nn.LayerNorm(d_model)
+        self.mlp = nn.Sequential(nn.Linear(d_model, 4 * d_model), nn.GELU(), nn.Linear(4 * d_model, d_model))
+        self.cache_k: torch.Tensor | None = None
+        self.cache_v: torch.Tensor | None = None
+
+    def clear_cache(self) -> None:
+        """Forget the cached keys and values."""
+        self.cache_k = self.cache_v = None
+
+    def forward(self, x: torch.Tensor, start_pos: int = 0, use_cache: bool = False) -> torch.Tensor:
+        """x + attn(norm1(x)), then + mlp(norm2(x)); causal, RoPE at positions start_pos.. start_pos + T - 1.
+
+        Returns:
+            [B, T, D].
+        """
+        B, T, D = x.shape
+        q, k, v = (t.view(B, T, self.num_heads, D // self.num_heads).transpose(1, 2) for t in self.qkv(self.norm1(x)).chunk(3, dim=-1))
+        if self.use_rope:
+            positions = torch.arange(start_pos, start_pos + T, device=x.device)
+            q, k = torch_rope(q, positions), torch_rope(k, positions)
+        if use_cache:
+            if self.cache_k is not None:
+                k, v = torch.cat([self.cache_k, k], dim=-2), torch.cat([self.cache_v, v], dim=-2)
+            self.cache_k, self.cache_v = k, v
+        allowed = torch.ones(T, k.shape[-2], dtype=torch.bool, device=x.device).tril(k.shape[-2] - T)  # bottom-right
+        out = _sdpa(q, k, v, attn_mask=allowed)
+        x = x + self.out_proj(out.transpose(1, 2).reshape(B, T, D))
+        return x + self.mlp(self.norm2(x))
+
+
+class ReferenceLM(nn.Module):
+    """A tiny decoder-only language model from ``ReferenceBlock``s, with notebook 09's ``TinyLM`` interface.
+
+    Shapes: tokens [B, T] (int64) -> logits [B, T, vocab].
+    """
+
+    def __init__(self, vocab: int, d_model: int, num_heads: int, num_layers: int = 2, use_rope: bool = True):
+        super().__init__()
+        self.embed = nn.Embedding(vocab, d_model)
+        self.blocks = nn.ModuleList(ReferenceBlock(d_model, num_heads, use_rope) for _ in range(num_layers))
+        self.norm = nn.LayerNorm(d_model)
+        self.head = nn.Linear(d_model, vocab)
+
+    def clear_cache(self) -> None:
+        """Forget every block's cached keys and values."""
+        for block in self.blocks:
+            block.clear_cache()
+
+    def forward(self, tokens: torch.Tensor, start_pos: int = 0, use_cache: bool = False) -> torch.Tensor:
+        """Logits for the next token at every position.
+
+        Returns:
+            [B, T, vocab].
+        """
+        x = self.embed(tokens)
+        for block in self.blocks:
+            x = block(x, start_pos=start_pos, use_cache=use_cache)
+        return self.head(self.norm(x))
+
+
+@torch.no_grad()
+def greedy_by_recomputation(model: nn.Module, prompt: torch.Tensor, n_new: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Greedy decoding without a cache: the whole sequence through the model at every step.
+
+    Returns:
+        (tokens [B, T_prompt + n_new], logits [B, n_new, vocab]: the logits each new token was chosen from).
+    """
+    tokens, chosen_from = prompt, []
+    for _ in range(n_new):
+        last = model(tokens)[:, -1]
+        chosen_from.append(last)
+        tokens = torch.cat([tokens, last.argmax(dim=-1, keepdim=True)], dim=1)
+    return tokens, torch.stack(chosen_from, dim=1)
+
+
+ROPE_STAND_IN = {"rope": torch_rope}
+MASKED_ATTENTION_STAND_IN = {"scaled_dot_product_attention": torch_masked_attention}  # notebook 04's, carried into 09
+# Everything a decoder block of notebook 09 calls that another function grades: carried pieces and rope.
+BLOCK_STAND_INS = {**CAUSAL_MASK_STAND_IN, **HEADS_STAND_IN, **MASKED_ATTENTION_STAND_IN, **ROPE_STAND_IN}
