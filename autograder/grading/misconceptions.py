@@ -22,7 +22,7 @@ from nbformat.notebooknode import NotebookNode
 
 from course_utils import recording
 from course_utils.comparisons import tolerance
-from course_utils.reference import is_solution_cell, nbgrader_meta, solution_cells, solution_module
+from course_utils.reference import is_solution_cell, load_solution, nbgrader_meta, solution_cells, solution_module
 
 from ..mistakes import MISTAKES, Variant
 
@@ -66,14 +66,16 @@ def name_misconceptions(
     started = time.monotonic()
     named: dict[str, list[Misconception]] = {}
     cells = solution_cells(source)
-    candidates = [m for m in MISTAKES.get(assignment, []) if failed & set(m.loses) and m.cell in cells]
-    # The likeliest first: a mistake that loses exactly the tests that failed, then the nearest.
-    candidates.sort(key=lambda m: (not set(m.loses) <= failed, len(failed ^ set(m.loses))))
+    # A catalogued mistake loses every test it lists (the test suite grades each one): where one of
+    # them passed, that mistake is not what the student made.
+    candidates = [m for m in MISTAKES.get(assignment, []) if m.loses and set(m.loses) <= failed and m.cell in cells]
+    candidates.sort(key=lambda m: len(failed ^ set(m.loses)))  # the nearest to what failed first
     for mistake in candidates:
         if time.monotonic() - started > budget_s:
             break
         tests = [t for t in mistake.loses if t in failed and replayed.get(t)]
-        if tests and all(_reproduces(assignment, mistake, cells[mistake.cell], replayed[t]) for t in tests):
+        # The first test the mistake loses is the one that names it: its results decide (and cost the least time).
+        if tests and _reproduces(assignment, mistake, cells[mistake.cell], replayed[tests[0]]):
             found = Misconception(mistake.name, section_of(source, mistake.cell))
             for test in tests:
                 named.setdefault(test, []).append(found)
@@ -88,9 +90,14 @@ def _module(assignment: str, mistake: Variant, solution_source: str) -> Any:
 
 
 def _reproduces(assignment: str, mistake: Variant, solution_source: str, calls: list[recording.Replayed]) -> bool:
-    """The mistake gives every comparable result of ``calls``, and at least one is comparable."""
+    """The mistake gives every comparable result of ``calls``, and at least one is comparable.
+
+    For a mistake whose wrong values are undefined (``Variant.undefined_values``), a tensor result
+    compares by which entries differ from the solution's on the same call, not by value.
+    """
     try:
         module = _module(assignment, mistake, solution_source)
+        solution = load_solution(assignment) if mistake.undefined_values else None
     except Exception:  # noqa: BLE001 - a mistake that cannot even load names nothing
         return False
     objects: dict[int, Any] = {}  # handle number in the record -> the mistake's object
@@ -98,6 +105,8 @@ def _reproduces(assignment: str, mistake: Variant, solution_source: str, calls: 
     for call in calls:
         try:
             same = _same_result(module, objects, call)
+            if not same and solution is not None:
+                same = _same_entries_wrong(module, solution, call)
         except _NotComparable:
             continue
         if not same:
@@ -129,7 +138,12 @@ def _inputs(value: Any, objects: dict[int, Any]) -> Any:
         return {k: _inputs(v, objects) for k, v in value.items()}
     if isinstance(value, (recording.Placeholder, recording.Withheld)):
         raise _NotComparable("a graded function passed as an argument")
-    return copy.deepcopy(value) if isinstance(value, torch.Tensor) else value
+    if value is None or isinstance(value, (bool, int, float, complex, str, bytes, torch.dtype, torch.device)):
+        return value
+    try:  # a tensor, or a stream the mistake would read (course_utils.streams): its own copy, left as the test made it
+        return copy.deepcopy(value)
+    except Exception:  # noqa: BLE001 - an input that cannot be copied cannot be handed out twice
+        raise _NotComparable(f"an input that cannot be copied: {type(value).__name__}") from None
 
 
 def _same_result(module: Any, objects: dict[int, Any], call: recording.Replayed) -> bool:
@@ -153,6 +167,42 @@ def _same_result(module: Any, objects: dict[int, Any], call: recording.Replayed)
     if outcome.kind == "raised":
         return outcome.error_type == call.outcome.error_type
     return _close(outcome.value, call.outcome.value)
+
+
+def _same_entries_wrong(module: Any, solution: Any, call: recording.Replayed) -> bool:
+    """The student's tensor and the mistake's differ from the solution's at exactly the same entries (some)."""
+    student = call.outcome.value
+    if call.outcome.kind != "value" or call.measure is not None or call.attribute is not None or call.target.startswith("handle:"):
+        return False
+    results = []
+    for source in (module, solution):
+        fn = _target(source, {}, call)
+        with _live(call.rng):
+            outcome = recording._run(
+                fn, None, _inputs(call.args, {}), _inputs(call.kwargs, {}), call.stand_ins, (), None, wrap_objects=False
+            )
+        if outcome.kind != "value":
+            return False
+        results.append(outcome.value)
+    mistake, expected = results
+    pieces = [(s, m, e) for s, m, e in zip(*map(_tensors, (student, mistake, expected)))]
+    if not pieces or any(s.shape != e.shape or m.shape != e.shape for s, m, e in pieces):
+        return False
+    wrong = [(_wrong_entries(s, e), _wrong_entries(m, e)) for s, m, e in pieces]
+    return any(ws.any() for ws, _ in wrong) and all(torch.equal(ws, wm) for ws, wm in wrong)
+
+
+def _tensors(value: Any) -> list[torch.Tensor]:
+    if isinstance(value, torch.Tensor):
+        return [value]
+    if isinstance(value, (tuple, list)):
+        return [t for v in value for t in _tensors(v)]
+    return []
+
+
+def _wrong_entries(actual: torch.Tensor, expected: torch.Tensor) -> torch.Tensor:
+    limits = tolerance(expected.dtype) if expected.is_floating_point() else tolerance(torch.float64)
+    return ~torch.isclose(actual.cpu().to(expected.dtype), expected.cpu(), rtol=limits.rtol, atol=limits.atol, equal_nan=True)
 
 
 class _live:

@@ -124,6 +124,7 @@ def online_softmax_stats(blocks):
         FLASH,
         edits=(("for q_start in range(0, T_q, block_q):", "for q_start in range(0, T_q - block_q + 1, block_q):"),),
         loses=FLASH_OUTPUTS,
+        undefined_values=True,  # the last rows of O and L stay as torch.empty left them
     ),
     Variant(
         "flash_attention_forward builds the causal mask relative to the tile",
@@ -292,6 +293,7 @@ def flash_attention_forward(Q, K, V, is_causal=False, scale=None, block_q=64, bl
             ("mask=(ks[:, None] < K) & (cols[None, :] < N), other=0.0", "mask=cols[None, :] < N, other=0.0"),
         ),
         loses=("test_matmul",),
+        undefined_values=True,  # it reads past K: whatever memory lies there
     ),
     Variant(
         "matmul leaves its K loop with break (runs in the interpreter, no GPU compiles it)",

@@ -14,6 +14,9 @@ class Variant:
     # Exactly the tests that lose points: the one that names the mistake first, then any
     # that the mistake breaks by its nature (a wrong formula fails every test of its function).
     loses: tuple[str, ...] = field(default=())
+    # Its wrong values are whatever memory held (an unwritten output, an unmasked read), so no result
+    # can equal them: feedback names it when the same entries as the student's differ from the solution.
+    undefined_values: bool = False
 
     def apply(self, solution_source: str) -> str:
         """The rewritten cell: each edit replaces every occurrence of its text (docstrings too).
