@@ -102,7 +102,7 @@ def test_every_student_and_assignment_has_one_grade_row(graded_class: GradedClas
 def test_tests_csv_has_one_row_per_graded_test(graded_class: GradedClass) -> None:
     with (graded_class.out / TESTS_CSV).open() as handle:
         rows = list(csv.DictReader(handle))
-    assert list(rows[0]) == ["student_id", "assignment", "test", "score", "max_score"]
+    assert list(rows[0]) == ["student_id", "assignment", "test", "score", "max_score", "misconception"]
     students = {p.name for p in graded_class.submissions.iterdir()}
     expected = {(s, a, t) for s in students for a in ASSIGNMENTS for t in spec(a).tests}
     assert {(r["student_id"], r["assignment"], r["test"]) for r in rows} == expected
