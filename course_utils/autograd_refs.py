@@ -10,6 +10,8 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
+from .stand_ins import scores_logsumexp, torch_flash_attention_triton, torch_flash_forward
+
 
 def sdpa_gradients(
     Q: torch.Tensor, K: torch.Tensor, V: torch.Tensor, dO: torch.Tensor, **options: Any
@@ -34,10 +36,7 @@ def logsumexp_of_scores(Q: torch.Tensor, K: torch.Tensor, scale: float | None = 
     Returns:
         L [..., T_q].
     """
-    s = Q.double() @ K.double().transpose(-2, -1) * (Q.shape[-1] ** -0.5 if scale is None else scale)
-    if is_causal:
-        s = s.masked_fill(torch.ones(s.shape[-2:], dtype=torch.bool, device=Q.device).triu(1), float("-inf"))
-    return torch.logsumexp(s, dim=-1).to(torch.promote_types(Q.dtype, torch.float32))
+    return scores_logsumexp(Q, K, is_causal, scale).to(torch.promote_types(Q.dtype, torch.float32))
 
 
 def tile_function_stand_ins() -> dict[str, Any]:
@@ -51,16 +50,12 @@ def tile_function_stand_ins() -> dict[str, Any]:
         {name: (Q, K, V, ...) -> (O, L) for the forwards, (Q, K, V, O, dO, L, ...) -> (dQ, dK, dV) for the backwards}.
     """
 
-    def forward(Q, K, V, is_causal=False, scale=None, **_):
-        O = F.scaled_dot_product_attention(Q, K, V, is_causal=is_causal, scale=scale)
-        return O, logsumexp_of_scores(Q, K, scale=scale, is_causal=is_causal)
-
     def backward(Q, K, V, O, dO, L, is_causal=False, scale=None, **_):
         return sdpa_gradients(Q, K, V, dO, is_causal=is_causal, scale=scale)
 
     return {
-        "flash_attention_forward": forward,
+        "flash_attention_forward": torch_flash_forward,
         "flash_attention_backward": backward,
-        "flash_attention_triton": forward,
+        "flash_attention_triton": torch_flash_attention_triton,
         "flash_attention_backward_triton": backward,
     }

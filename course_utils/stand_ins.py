@@ -65,7 +65,7 @@ def torch_merge_heads(x: torch.Tensor) -> torch.Tensor:
     return torch.cat(x.unbind(dim=-3), dim=-1)
 
 
-def _scores_logsumexp(Q: torch.Tensor, K: torch.Tensor, is_causal: bool, scale: float | None) -> torch.Tensor:
+def scores_logsumexp(Q: torch.Tensor, K: torch.Tensor, is_causal: bool, scale: float | None) -> torch.Tensor:
     """The natural-log logsumexp of each row of scaled scores (top-left causal mask), in float64: [..., T_q]."""
     scores = Q.double() @ K.double().transpose(-2, -1) * (Q.shape[-1] ** -0.5 if scale is None else scale)
     if is_causal:
@@ -99,7 +99,7 @@ def torch_flash_forward(
     if block_q < 1 or block_k < 1:
         raise ValueError(f"block sizes must be at least 1, got block_q={block_q}, block_k={block_k}")
     O = _sdpa(Q, K, V, is_causal=is_causal, scale=scale)
-    return O, _scores_logsumexp(Q, K, is_causal, scale).to(torch.promote_types(Q.dtype, torch.float32))
+    return O, scores_logsumexp(Q, K, is_causal, scale).to(torch.promote_types(Q.dtype, torch.float32))
 
 
 def torch_flash_attention_triton(
@@ -120,7 +120,7 @@ def torch_flash_attention_triton(
     if Q.dim() != 4 or K.shape[:2] != Q.shape[:2] or V.shape != K.shape or K.shape[-1] != Q.shape[-1]:
         raise ValueError(f"expected Q [B, H, T_q, d] and K, V [B, H, T_k, d], got {tuple(Q.shape)}, {tuple(K.shape)}, {tuple(V.shape)}")
     O = _sdpa(Q, K, V, is_causal=is_causal, scale=scale)
-    return O, _scores_logsumexp(Q, K, is_causal, scale).float()
+    return O, scores_logsumexp(Q, K, is_causal, scale).float()
 
 
 SOFTMAX_STAND_IN = {"softmax": torch_softmax}

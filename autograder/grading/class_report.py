@@ -39,7 +39,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Iterable
 
-from course_utils.reference import assignment_notebook, solution_cells
+from course_utils.reference import assignment_notebook, cell_source, solution_cells
 
 from ..settings import NOTEBOOKS_DIR
 from .models import MISCONCEPTION_SEPARATOR, AssignmentSpec, GradeRow, Submission, TestRow
@@ -249,10 +249,6 @@ def _section(assignment: str, name: str, notebooks_dir: Path) -> str:
     return section_of(json.loads(path.read_text(encoding="utf-8")), cell)
 
 
-def _text(source: str | list[str]) -> str:
-    return "".join(source) if isinstance(source, list) else source
-
-
 def problems(grades: list[GradeRow]) -> list[Problem]:
     """Rows that scored nothing from the tests, and scored rows whose notes name a limit, in row order."""
     return [
@@ -276,7 +272,7 @@ def student_code(notebook: dict) -> str:
 
 def template_code(notebook: dict) -> str:
     """Every code cell of the released notebook: the given code and the stubs, copydetect's boilerplate."""
-    return "\n\n".join(_text(c["source"]) for c in notebook["cells"] if c.get("cell_type") == "code")
+    return "\n\n".join(cell_source(c) for c in notebook["cells"] if c.get("cell_type") == "code")
 
 
 def _read_notebook(content: bytes) -> dict | None:
