@@ -80,7 +80,18 @@ MISTAKES = [
         edits=((SHIFTED_LOSS, "F.cross_entropy(logits.reshape(-1, vocab), tokens.reshape(-1))"),),
         loses=(TRAINING,),
     ),
-    answered("RoPE is relative because its angles are small", "answer_rope_relative", '"a"', loses=("test_answer_rope_relative",)),
+    answered(
+        "RoPE taken to hold only while its angles are small (it is exact at any position)",
+        "answer_rope_relative",
+        '"d"',
+        loses=("test_answer_rope_relative",),
+    ),
+    answered(
+        "the sign of the RoPE offset ignored (three back taken for three ahead)",
+        "answer_rope_relative",
+        '"a"',
+        loses=("test_answer_rope_relative",),
+    ),
     answered("dropping the mask makes training fail", "answer_mask_dropped", '"a"', loses=("test_answer_mask_dropped",)),
 ]
 
