@@ -113,15 +113,32 @@ def summarize_log(log: str, limit: int = 300) -> str:
 
 @functools.lru_cache(maxsize=1)
 def empty_gradebook() -> bytes:
-    """A gradebook with nbgrader's tables and alembic version and nothing else, made by nbgrader."""
+    """A gradebook with nbgrader's tables and alembic version and nothing else, made by nbgrader.
+
+    nbgrader stamps a new gradebook with the version the ``alembic`` command prints (3 s here,
+    in every process that grades); the version is read here with alembic's own API instead, and
+    written first, so that nbgrader creates its tables and finds the gradebook already stamped.
+    """
+    import sqlite3
+
     from nbgrader.api import Gradebook
 
-    put_environment_on_path()  # nbgrader asks the alembic command for its schema version
     with tempfile.TemporaryDirectory(prefix="attention-gradebook-") as folder:
         path = Path(folder) / "gradebook.db"
+        with contextlib.closing(sqlite3.connect(path)) as db, db:
+            db.execute("CREATE TABLE alembic_version (version_num VARCHAR(32) NOT NULL)")
+            db.execute("INSERT INTO alembic_version (version_num) VALUES (?)", (gradebook_schema_version(),))
         with Gradebook(f"sqlite:///{path}"):
             pass
         return path.read_bytes()
+
+
+def gradebook_schema_version() -> str:
+    """The newest revision among nbgrader's gradebook migrations: what ``alembic heads`` prints."""
+    from alembic.script import ScriptDirectory
+    from nbgrader.dbutil import ALEMBIC_DIR
+
+    return ScriptDirectory(ALEMBIC_DIR).get_current_head()
 
 
 @contextlib.contextmanager

@@ -91,7 +91,11 @@ def colab_runs(tmp_path_factory: pytest.TempPathFactory) -> ColabRuns:
         students = {
             name: pool.submit(runtime.execute, student_path[name], allow_errors=True) for name in ASSIGNMENTS if name not in student
         }
-        solutions = {name: pool.submit(runtime.execute, SOLUTIONS_DIR / name / f"{name}.ipynb", allow_errors=False) for name in ASSIGNMENTS}
+        # Solutions at grading sizes: benchmarks/notebooks.py times them at full size, against the 60 s budget.
+        solutions = {
+            name: pool.submit(runtime.execute, SOLUTIONS_DIR / name / f"{name}.ipynb", allow_errors=False, small=True)
+            for name in ASSIGNMENTS
+        }
         student.update({name: future.result() for name, future in students.items()})
         solution = {name: future.result() for name, future in solutions.items()}
     return ColabRuns(runtime, student, solution, triton_before_07)

@@ -1,13 +1,19 @@
-"""The grading pipeline's small parts on hand-made rows: the rerun cache and the order of the results."""
+"""The grading pipeline's small parts on hand-made rows: the rerun cache, the order of the results, which
+submissions a free worker takes next, and the empty gradebook every worker starts from."""
 
 from __future__ import annotations
 
 import random
+import sqlite3
+from contextlib import closing
 from pathlib import Path
 
+from autograder.course import empty_gradebook
 from autograder.grading.cache import GradingCache
 from autograder.grading.models import AssignmentSpec, GradeRow, GradingReport, Kind, Outcome, Submission, TestRow
 from autograder.grading.pipeline import in_class_order
+from autograder.grading.scheduling import ChunkQueue, chunk_size
+from autograder.settings import put_environment_on_path
 
 SUBMISSION = Submission("ann", "01_a", b'{"cells": []}')
 ROW = GradeRow("ann", "01_a", 1.0, 3.0, Outcome(Kind.GRADED, "lost points on: test_y", ("a note",)))
@@ -48,3 +54,58 @@ def test_results_come_out_in_class_order_whatever_order_they_finished_in() -> No
         report = GradingReport(random.Random(seed).sample(grades, len(grades)), random.Random(seed + 9).sample(tests, len(tests)))
         in_class_order(report, pairs, specs)
         assert report.grades == grades and report.tests == tests
+
+
+def _class(sizes: dict[str, int]) -> list[Submission]:
+    return [Submission(f"s{i:02d}", name, b"{}") for name, size in sizes.items() for i in range(size)]
+
+
+def test_every_submission_goes_out_once_in_chunks_of_one_assignment() -> None:
+    todo = _class({"01_a": 7, "02_b": 3, "03_c": 10})
+    queue = ChunkQueue.of(todo, 3)
+    chunks = []
+    pick = random.Random(0)
+    while chunk := queue.take(pick.choice([None, "01_a", "03_c"]), {"02_b"}):
+        chunks.append(chunk)
+    assert sorted((s.student, s.assignment) for c in chunks for s in c) == sorted((s.student, s.assignment) for s in todo)
+    assert all(len({s.assignment for s in c}) == 1 and 1 <= len(c) <= 3 for c in chunks)
+    assert not queue and queue.take() is None
+
+
+def test_a_free_worker_keeps_to_the_assignments_it_has_set_up() -> None:
+    queue = ChunkQueue.of(_class({"01_a": 8, "02_b": 8, "03_c": 2}), 2)
+    first, second = queue.take(), queue.take()
+    assert (first[0].assignment, second[0].assignment) == ("01_a", "02_b"), "two workers start on two assignments"
+    queue.done("01_a")
+    assert queue.take("01_a", {"01_a"})[0].assignment == "01_a", "more of the one it graded last"
+    for _ in range(2):
+        queue.take("01_a", {"01_a"})
+    # 01_a is used up: a worker that has set up 02_b goes on with it rather than starting 03_c.
+    assert queue.take("01_a", {"01_a", "02_b"})[0].assignment == "02_b"
+    # One that has set up nothing that is left goes where the most chunks are left per worker already on it:
+    # 02_b has 2 chunks left and 2 workers, 03_c 1 chunk and none.
+    assert queue.take("01_a", {"01_a"})[0].assignment == "03_c"
+
+
+def test_chunks_are_small_enough_to_keep_every_worker_busy() -> None:
+    assert chunk_size(12, 2) == 1 and chunk_size(40, 2) == 4 and chunk_size(1000, 2) == 4 and chunk_size(1, 8) == 1
+
+
+def _schema(path: Path) -> list[tuple]:
+    with closing(sqlite3.connect(path)) as db:
+        tables = sorted(db.execute("SELECT type, name, sql FROM sqlite_master").fetchall())
+        return tables + db.execute("SELECT version_num FROM alembic_version").fetchall()
+
+
+def test_the_empty_gradebook_is_the_one_nbgrader_makes_itself(tmp_path: Path) -> None:
+    """Stamped with the version read through alembic's API rather than by the ``alembic`` command,
+    it has the same tables and the same version as a gradebook nbgrader makes from nothing."""
+    from nbgrader.api import Gradebook
+
+    put_environment_on_path()
+    with Gradebook(f"sqlite:///{tmp_path / 'nbgrader.db'}"):
+        pass
+    (tmp_path / "ours.db").write_bytes(empty_gradebook())
+    assert _schema(tmp_path / "ours.db") == _schema(tmp_path / "nbgrader.db")
+    with closing(sqlite3.connect(tmp_path / "ours.db")) as db:
+        assert db.execute("SELECT COUNT(*) FROM student").fetchone() == (0,), "nothing but the schema"

@@ -39,6 +39,7 @@ from .models import (
 )
 from .reports import write_csvs, write_summary
 from .sandbox import sandbox_problem
+from .scheduling import ChunkQueue, chunk_size
 from .worker import GradingBatch, not_handed_in, snapshot, ungraded
 
 FEEDBACK_DIR = "feedback"
@@ -224,16 +225,26 @@ def _run(batch: GradingBatch, todo: list[Submission], *, jobs: int, scheduler: s
                 yield from batch(todo, on_graded=lambda: bar.update(1), end_check=True)
                 return
             batch = replace(batch, run_id=uuid.uuid4().hex)  # each worker keeps one course for all its tasks
-            size = max(1, len(todo) // (workers * 4))  # small tasks keep the bar moving and every worker busy
-            tasks = [todo[i : i + size] for i in range(0, len(todo), size)]
-            futures = {executor.submit(batch, task): len(task) for task in tasks}
-            seen: set[str] = set()
-            for future in as_completed(futures):
-                bar.update(futures[future])
+            queue = ChunkQueue.of(todo, chunk_size(len(todo), workers))
+            # One task per worker at a time: the worker that finishes is the one free to take the next,
+            # so it gets more of what it has already set up (autograder.grading.scheduling).
+            futures: dict = {}
+            while len(futures) < workers and (chunk := queue.take()):
+                futures[executor.submit(batch, chunk)] = chunk[0].assignment
+            seen: dict[str, set[str]] = {}  # worker -> the assignments it has set up
+            while futures:
+                future = next(as_completed(futures))
+                assignment = futures.pop(future)
+                queue.done(assignment)
                 results = future.result()
-                seen.update(r.worker for r in results)
+                bar.update(len(results))
+                for result in results:
+                    seen.setdefault(result.worker, set()).add(assignment)
+                worker = results[0].worker if results else ""
+                if chunk := queue.take(assignment, seen.get(worker, set())):
+                    futures[executor.submit(batch, chunk)] = chunk[0].assignment
                 yield from results
-            _end_checks(executor, batch, seen, workers)
+            _end_checks(executor, batch, set(seen), workers)
 
 
 def _end_checks(executor, batch: GradingBatch, workers_seen: set[str], workers: int) -> None:
