@@ -224,31 +224,46 @@ def _run(batch: GradingBatch, todo: list[Submission], *, jobs: int, scheduler: s
             if executor is None:
                 yield from batch(todo, on_graded=lambda: bar.update(1), end_check=True)
                 return
-            batch = replace(batch, run_id=uuid.uuid4().hex)  # each worker keeps one course for all its tasks
-            queue = ChunkQueue.of(todo, chunk_size(len(todo), workers))
-            # One task per worker at a time: the worker that finishes is the one free to take the next,
-            # so it gets more of what it has already set up (autograder.grading.scheduling).
-            futures: dict = {}
-            while len(futures) < workers and (chunk := queue.take()):
-                futures[executor.submit(batch, chunk)] = chunk[0].assignment
-            seen: dict[str, set[str]] = {}  # worker -> the assignments it has set up
-            while futures:
-                future = next(as_completed(futures))
-                assignment = futures.pop(future)
-                queue.done(assignment)
-                results = future.result()
-                bar.update(len(results))
-                for result in results:
-                    seen.setdefault(result.worker, set()).add(assignment)
-                worker = results[0].worker if results else ""
-                if chunk := queue.take(assignment, seen.get(worker, set())):
-                    futures[executor.submit(batch, chunk)] = chunk[0].assignment
-                yield from results
-            _end_checks(executor, batch, set(seen), workers)
+            yield from _in_pool(executor, workers, batch, todo, bar)
+
+
+def _in_pool(executor, workers: int, batch: GradingBatch, todo: list[Submission], bar) -> Iterator[Graded]:
+    """Grade ``todo`` on ``workers`` pool or cluster workers; then each must pass its end-of-run health check."""
+    batch = replace(batch, run_id=uuid.uuid4().hex)  # each worker keeps one course for all its tasks
+    queue = ChunkQueue.of(todo, chunk_size(len(todo), workers))
+    # One task per worker at a time: the worker that finishes is the one free to take the next,
+    # so it gets more of what it has already set up (autograder.grading.scheduling).
+    futures: dict = {}  # future -> the assignment of its chunk, or CHECK for an end-of-run health check
+    while len(futures) < workers and (chunk := queue.take()):
+        futures[executor.submit(batch, chunk)] = chunk[0].assignment
+    seen: dict[str, set[str]] = {}  # worker -> the assignments it has set up
+    checked: set[str] = set()
+    while futures:
+        future = next(as_completed(futures))
+        assignment = futures.pop(future)
+        if assignment is CHECK:
+            checked.add(future.result())
+            continue
+        queue.done(assignment)
+        results = future.result()
+        bar.update(len(results))
+        for result in results:
+            seen.setdefault(result.worker, set()).add(assignment)
+        worker = results[0].worker if results else ""
+        if chunk := queue.take(assignment, seen.get(worker, set())):
+            futures[executor.submit(batch, chunk)] = chunk[0].assignment
+        elif worker not in checked:
+            # Nothing left to hand out: the worker that is free now checks itself while the others finish.
+            futures[executor.submit(batch.check_health)] = CHECK
+        yield from results
+    _end_checks(executor, batch, set(seen) - checked, workers)
+
+
+CHECK = "end-of-run health check"
 
 
 def _end_checks(executor, batch: GradingBatch, workers_seen: set[str], workers: int) -> None:
-    """Ask each worker that graded something to grade the known solution once more.
+    """Ask each worker that graded something, and has not been checked since, to grade the known solution once more.
 
     A pool hands tasks to whichever worker is free, so checks are sent until every worker
     seen has answered (or too many tries went to others: then that, too, is a failure).
