@@ -19,7 +19,6 @@ from nbformat.notebooknode import NotebookNode
 from autograder.settings import REPO_ROOT
 from autograder.site import run_notebook
 from course_utils.colab import SOURCE_ENV_VAR
-from course_utils.runtime import GRADING_ENV_VAR
 
 COLAB_PACKAGES = ["torch", "numpy", "matplotlib", "ipykernel"]
 KERNEL_NAME = "colab-like"
@@ -41,16 +40,13 @@ class ColabRuntime:
         probe = [str(self.python), "-c", f"import importlib.util, sys; sys.exit(importlib.util.find_spec({module!r}) is None)"]
         return subprocess.run(probe, cwd=self.root).returncode == 0
 
-    def execute(self, notebook_path: Path, *, allow_errors: bool, small: bool = False, timeout: int = 180) -> "NotebookRun":
-        """Run the notebook top to bottom; ``small``: at the sizes it uses while graded (its heavy cells shrink)."""
+    def execute(self, notebook_path: Path, *, allow_errors: bool, timeout: int = 180) -> "NotebookRun":
         from jupyter_client.kernelspec import KernelSpecManager
         from jupyter_client.manager import KernelManager
 
         specs = KernelSpecManager(kernel_dirs=[str(self.root / "share" / "jupyter" / "kernels")])
-        env = {k: v for k, v in os.environ.items() if k not in (GRADING_ENV_VAR, "VIRTUAL_ENV", "PYTHONPATH")}
+        env = {k: v for k, v in os.environ.items() if k not in ("NBGRADER_EXECUTION", "VIRTUAL_ENV", "PYTHONPATH")}
         env[SOURCE_ENV_VAR] = self.package_source.as_uri()
-        if small:
-            env[GRADING_ENV_VAR] = "validate"  # what nbgrader sets while it validates
         env["OMP_NUM_THREADS"] = "1"  # the tests run two notebooks at once on two cores: one thread each
         env["PATH"] = f"{self.root / 'bin'}{os.pathsep}{env.get('PATH', '')}"
         notebook = run_notebook(

@@ -17,6 +17,51 @@ if TYPE_CHECKING:
     pass
 
 
+# The session fixtures that take minutes, the longest first. Under xdist each is made once: all the
+# modules that use one go to the same worker (``pytest_xdist_make_scheduler``), the others module by module.
+SHARED_FIXTURES = ("graded_class", "colab_runs", "bad_class")
+MODULES_SHARING = {
+    "test_grading": "graded_class",
+    "test_browser": "colab_runs",
+    "test_notebooks_execute": "colab_runs",
+    "test_colab_and_selfcheck": "colab_runs",
+    "test_bad_submissions": "bad_class",
+    "test_class_scale": "bad_class",
+}
+
+
+def _shared_fixture(item: pytest.Item) -> str:
+    used = [name for name in SHARED_FIXTURES if name in getattr(item, "fixturenames", ())]
+    return used[0] if used else ""
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """The tests of the shared fixtures first, the longest first; a test that uses one from a module
+    that is not grouped with it would make it a second time on another worker, so it stops the run."""
+    for item in items:
+        shared = _shared_fixture(item)
+        if shared and MODULES_SHARING.get(item.path.stem) != shared:
+            raise pytest.UsageError(f"{item.nodeid} uses {shared}: add its module to MODULES_SHARING in tests/conftest.py")
+    rank = {name: i for i, name in enumerate(SHARED_FIXTURES)}
+    items.sort(key=lambda item: rank.get(_shared_fixture(item), len(rank)))
+
+
+def xdist_scope(nodeid: str) -> str:
+    """The unit of work one xdist worker takes whole: the shared fixture of its module, else its module."""
+    module = Path(nodeid.split("::")[0]).stem
+    return MODULES_SHARING.get(module, module)
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log):  # noqa: ANN201 - xdist's scheduler type
+    from xdist.scheduler import LoadScopeScheduling
+
+    class BySharedFixture(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return xdist_scope(nodeid)
+
+    return BySharedFixture(config, log)
+
+
 @pytest.fixture(scope="session", autouse=True)
 def no_kernel_outlives_the_session() -> Iterator[None]:
     """Every Jupyter kernel a test starts (nbclient, nbgrader, the sealed runs) is shut down by it.
@@ -91,11 +136,7 @@ def colab_runs(tmp_path_factory: pytest.TempPathFactory) -> ColabRuns:
         students = {
             name: pool.submit(runtime.execute, student_path[name], allow_errors=True) for name in ASSIGNMENTS if name not in student
         }
-        # Solutions at grading sizes: benchmarks/notebooks.py times them at full size, against the 60 s budget.
-        solutions = {
-            name: pool.submit(runtime.execute, SOLUTIONS_DIR / name / f"{name}.ipynb", allow_errors=False, small=True)
-            for name in ASSIGNMENTS
-        }
+        solutions = {name: pool.submit(runtime.execute, SOLUTIONS_DIR / name / f"{name}.ipynb", allow_errors=False) for name in ASSIGNMENTS}
         student.update({name: future.result() for name, future in students.items()})
         solution = {name: future.result() for name, future in solutions.items()}
     return ColabRuns(runtime, student, solution, triton_before_07)

@@ -1,10 +1,8 @@
 """Every notebook runs top to bottom in a Colab-like runtime, as a student or a self-learner runs it.
 
 The runtime (tests/colab_like.py) holds only torch, numpy, matplotlib and a kernel; each notebook's
-setup cell installs the course package there. Solutions, at the sizes they use while graded, must
-run cleanly (benchmarks/notebooks.py runs them at full size, against the time budget); student
-versions run as a student first opens them, and must run to the end, failing only where a function
-is still a stub.
+setup cell installs the course package there. Solutions must run cleanly and quickly; student
+versions must run to the end, failing only where a function is still a stub.
 """
 
 from __future__ import annotations
