@@ -11,11 +11,13 @@ runs here; only their recorded results are compared.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import math
 import time
+import warnings
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Iterator
 
 import torch
 from nbformat.notebooknode import NotebookNode
@@ -26,7 +28,9 @@ from course_utils.reference import is_solution_cell, load_solution, nbgrader_met
 
 from ..mistakes import MISTAKES, Variant
 
-BUDGET_S = 60.0  # per submission: naming is a courtesy, the grade never waits long for it
+# Per submission, in CPU seconds of the trusted pass (not wall time, so that a busy machine names what a
+# quiet one names): naming is a courtesy, and the grade never waits long for it.
+BUDGET_S = 60.0
 _modules: dict[tuple[str, str], Any] = {}
 
 
@@ -63,7 +67,7 @@ def name_misconceptions(
     budget_s: float = BUDGET_S,
 ) -> dict[str, tuple[Misconception, ...]]:
     """For each failed test, the catalogued mistakes that give what the student's code gave there."""
-    started = time.monotonic()
+    started = time.process_time()
     named: dict[str, list[Misconception]] = {}
     cells = solution_cells(source)
     # A catalogued mistake loses every test it lists (the test suite grades each one): where one of
@@ -71,7 +75,7 @@ def name_misconceptions(
     candidates = [m for m in MISTAKES.get(assignment, []) if m.loses and set(m.loses) <= failed and m.cell in cells]
     candidates.sort(key=lambda m: len(failed ^ set(m.loses)))  # the nearest to what failed first
     for mistake in candidates:
-        if time.monotonic() - started > budget_s:
+        if time.process_time() - started > budget_s:
             break
         tests = [t for t in mistake.loses if t in failed and replayed.get(t)]
         # The first test the mistake loses is the one that names it: its results decide (and cost the least time).
@@ -93,7 +97,8 @@ def _reproduces(assignment: str, mistake: Variant, solution_source: str, calls: 
     """The mistake gives every comparable result of ``calls``, and at least one is comparable.
 
     For a mistake whose wrong values are undefined (``Variant.undefined_values``), a tensor result
-    compares by which entries differ from the solution's on the same call, not by value.
+    compares by where it is wrong, not by value: the student's wrong entries must all lie where the
+    mistake's output is wrong or left undefined (``_same_entries_wrong``).
     """
     try:
         module = _module(assignment, mistake, solution_source)
@@ -170,14 +175,20 @@ def _same_result(module: Any, objects: dict[int, Any], call: recording.Replayed)
 
 
 def _same_entries_wrong(module: Any, solution: Any, call: recording.Replayed) -> bool:
-    """The student's tensor and the mistake's differ from the solution's at exactly the same entries (some)."""
+    """The student's tensor is wrong somewhere, and only where the mistake's is wrong or left undefined.
+
+    What an unwritten entry holds depends on what memory held before, so the mistake runs with
+    uninitialised memory filled with NaN (or the largest integer): every entry it leaves undefined
+    counts as wrong. The student's garbage may happen to equal the right value at some of those
+    entries, so their wrong entries need only fall inside the mistake's, not match them.
+    """
     student = call.outcome.value
     if call.outcome.kind != "value" or call.measure is not None or call.attribute is not None or call.target.startswith("handle:"):
         return False
     results = []
     for source in (module, solution):
         fn = _target(source, {}, call)
-        with _live(call.rng):
+        with _live(call.rng), _undefined_is_nan():
             outcome = recording._run(
                 fn, None, _inputs(call.args, {}), _inputs(call.kwargs, {}), call.stand_ins, (), None, wrap_objects=False
             )
@@ -189,7 +200,23 @@ def _same_entries_wrong(module: Any, solution: Any, call: recording.Replayed) ->
     if not pieces or any(s.shape != e.shape or m.shape != e.shape for s, m, e in pieces):
         return False
     wrong = [(_wrong_entries(s, e), _wrong_entries(m, e)) for s, m, e in pieces]
-    return any(ws.any() for ws, _ in wrong) and all(torch.equal(ws, wm) for ws, wm in wrong)
+    return any(ws.any() for ws, _ in wrong) and not any((ws & ~wm).any() for ws, wm in wrong)
+
+
+@contextlib.contextmanager
+def _undefined_is_nan() -> Iterator[None]:
+    """``torch.empty`` and its kin fill their memory (NaN for floats) while deterministic algorithms are on."""
+    enabled, warn_only = torch.are_deterministic_algorithms_enabled(), torch.is_deterministic_algorithms_warn_only_enabled()
+    fill = torch.utils.deterministic.fill_uninitialized_memory
+    torch.use_deterministic_algorithms(True, warn_only=True)
+    torch.utils.deterministic.fill_uninitialized_memory = True
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # an op with no deterministic version warns: nothing to print in grading
+            yield
+    finally:
+        torch.use_deterministic_algorithms(enabled, warn_only=warn_only)
+        torch.utils.deterministic.fill_uninitialized_memory = fill
 
 
 def _tensors(value: Any) -> list[torch.Tensor]:
