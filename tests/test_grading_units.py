@@ -5,13 +5,18 @@ from __future__ import annotations
 
 import random
 import sqlite3
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import closing
+from dataclasses import dataclass, field
 from pathlib import Path
+
+import pytest
 
 from autograder.course import empty_gradebook
 from autograder.grading.cache import GradingCache
-from autograder.grading.models import AssignmentSpec, GradeRow, GradingReport, Kind, Outcome, Submission, TestRow
-from autograder.grading.pipeline import in_class_order
+from autograder.grading.models import AssignmentSpec, Graded, GradeRow, GradingReport, HealthCheckFailed, Kind, Outcome, Submission, TestRow
+from autograder.grading.pipeline import _in_pool, in_class_order
 from autograder.grading.scheduling import ChunkQueue, chunk_size
 from autograder.settings import put_environment_on_path
 
@@ -69,7 +74,7 @@ def test_every_submission_goes_out_once_in_chunks_of_one_assignment() -> None:
         chunks.append(chunk)
     assert sorted((s.student, s.assignment) for c in chunks for s in c) == sorted((s.student, s.assignment) for s in todo)
     assert all(len({s.assignment for s in c}) == 1 and 1 <= len(c) <= 3 for c in chunks)
-    assert not queue and queue.take() is None
+    assert queue.take() is None
 
 
 def test_a_free_worker_keeps_to_the_assignments_it_has_set_up() -> None:
@@ -109,3 +114,45 @@ def test_the_empty_gradebook_is_the_one_nbgrader_makes_itself(tmp_path: Path) ->
     assert _schema(tmp_path / "ours.db") == _schema(tmp_path / "nbgrader.db")
     with closing(sqlite3.connect(tmp_path / "ours.db")) as db:
         assert db.execute("SELECT COUNT(*) FROM student").fetchone() == (0,), "nothing but the schema"
+
+
+@dataclass(frozen=True)
+class _Batch:
+    """Stands in for GradingBatch: records which worker (thread) grades what and when it is checked."""
+
+    log: list = field(compare=False)
+    run_id: str | None = None
+    check_fails: bool = False
+
+    def __call__(self, chunk: list[Submission]) -> list[Graded]:
+        worker = threading.current_thread().name
+        self.log.append(("graded", worker, chunk[0].assignment))
+        return [Graded(s, GradeRow(s.student, s.assignment, 1.0, 1.0, Outcome(Kind.GRADED)), [], worker=worker) for s in chunk]
+
+    def check_health(self) -> str:
+        worker = threading.current_thread().name
+        self.log.append(("checked", worker, ""))
+        if self.check_fails:
+            raise HealthCheckFailed(f"{Kind.HEALTH_CHECK_FAILED.value} on {worker}")
+        return worker
+
+
+class _Bar:
+    def update(self, n: int) -> None:
+        pass
+
+
+def test_every_worker_is_checked_after_its_last_grade_and_every_submission_graded_once() -> None:
+    todo = _class({"01_a": 9, "02_b": 5, "03_c": 6})
+    with ThreadPoolExecutor(2) as executor:
+        batch = _Batch([])
+        results = list(_in_pool(executor, 2, batch, todo, _Bar()))
+    assert sorted((r.submission.student, r.submission.assignment) for r in results) == sorted((s.student, s.assignment) for s in todo)
+    for worker in {w for kind, w, _ in batch.log if kind == "graded"}:
+        last_grade = max(i for i, (kind, w, _) in enumerate(batch.log) if kind == "graded" and w == worker)
+        assert any(kind == "checked" and w == worker for kind, w, _ in batch.log[last_grade:]), (worker, batch.log)
+
+
+def test_a_failed_end_check_stops_the_pool_run() -> None:
+    with ThreadPoolExecutor(2) as executor, pytest.raises(HealthCheckFailed):
+        list(_in_pool(executor, 2, _Batch([], check_fails=True), _class({"01_a": 3}), _Bar()))

@@ -233,7 +233,7 @@ def _in_pool(executor, workers: int, batch: GradingBatch, todo: list[Submission]
     queue = ChunkQueue.of(todo, chunk_size(len(todo), workers))
     # One task per worker at a time: the worker that finishes is the one free to take the next,
     # so it gets more of what it has already set up (autograder.grading.scheduling).
-    futures: dict = {}  # future -> the assignment of its chunk, or CHECK for an end-of-run health check
+    futures: dict = {}  # future -> the assignment of its chunk, or None for an end-of-run health check
     while len(futures) < workers and (chunk := queue.take()):
         futures[executor.submit(batch, chunk)] = chunk[0].assignment
     seen: dict[str, set[str]] = {}  # worker -> the assignments it has set up
@@ -241,7 +241,7 @@ def _in_pool(executor, workers: int, batch: GradingBatch, todo: list[Submission]
     while futures:
         future = next(as_completed(futures))
         assignment = futures.pop(future)
-        if assignment is CHECK:
+        if assignment is None:
             checked.add(future.result())
             continue
         queue.done(assignment)
@@ -254,12 +254,9 @@ def _in_pool(executor, workers: int, batch: GradingBatch, todo: list[Submission]
             futures[executor.submit(batch, chunk)] = chunk[0].assignment
         elif worker not in checked:
             # Nothing left to hand out: the worker that is free now checks itself while the others finish.
-            futures[executor.submit(batch.check_health)] = CHECK
+            futures[executor.submit(batch.check_health)] = None
         yield from results
     _end_checks(executor, batch, set(seen) - checked, workers)
-
-
-CHECK = "end-of-run health check"
 
 
 def _end_checks(executor, batch: GradingBatch, workers_seen: set[str], workers: int) -> None:

@@ -37,9 +37,6 @@ class ChunkQueue:
             by_assignment.setdefault(submission.assignment, []).append(submission)
         return cls({name: deque(group[i : i + size] for i in range(0, len(group), size)) for name, group in by_assignment.items()})
 
-    def __bool__(self) -> bool:
-        return any(self.pending.values())
-
     def take(self, last: str | None = None, known: frozenset[str] | set[str] = frozenset()) -> list[Submission] | None:
         """The next chunk for a worker that graded ``last`` and has set up ``known``; None when all are out."""
         left = {name: chunks for name, chunks in self.pending.items() if chunks}
