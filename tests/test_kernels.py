@@ -17,7 +17,7 @@ if not torch.cuda.is_available():
     os.environ.setdefault("TRITON_INTERPRET", "1")
 triton = pytest.importorskip("triton")
 
-from course_utils.autograd_refs import logsumexp_of_scores  # noqa: E402
+from course_utils.autograd_refs import logsumexp_of_scores, sdpa_gradients  # noqa: E402
 from course_utils.checks import random_tensor  # noqa: E402
 from course_utils.reference import load_solution  # noqa: E402
 
@@ -324,6 +324,24 @@ def test_a_projects_own_flash_attention_test_passes_with_either_function(backwar
     torch.testing.assert_close(out, expected, **tol)
     for got, want in zip(grads, torch.autograd.grad(expected, (q, k, v), dO)):
         torch.testing.assert_close(got, want, **tol)
+
+
+@needs_gpu
+@pytest.mark.parametrize("dtype, tol", [(torch.float16, 1e-2), (torch.bfloat16, 5e-2), (torch.float32, 2e-2)])
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("shape", [(2, 4, 1000, 1000, 64), (1, 3, 77, 129, 80)], ids=["square", "ragged"])
+def test_triton_backward_natively_on_the_gpu(backward_solution, shape, dtype, tol, causal):
+    # Notebook 08's two kernels compiled for this GPU, against SDPA's autograd in float32. Gradients sum over
+    # T terms in low precision, so their tolerances are wider than the forward's; float32 tiles go through TF32.
+    B, H, T_q, T_k, d = shape
+    Q, K, V = qkv(B, H, T_q, T_k, d, dtype=dtype, device="cuda")
+    dO = random_tensor(B, H, T_q, d, seed=9).to("cuda", dtype)
+    O, L = backward_solution.flash_attention_triton(Q, K, V, is_causal=causal)
+    grads = backward_solution.flash_attention_backward_triton(Q, K, V, O, dO, L, is_causal=causal)
+    expected = sdpa_gradients(Q.float(), K.float(), V.float(), dO.float(), is_causal=causal)
+    for name, got, want in zip(("dQ", "dK", "dV"), grads, expected):
+        assert got.dtype == dtype, name
+        torch.testing.assert_close(got.float(), want, rtol=tol, atol=tol, msg=lambda m, name=name: f"{name}: {m}")
 
 
 def test_a_gpu_older_than_triton_supports_falls_back_to_the_interpreter(monkeypatch: pytest.MonkeyPatch) -> None:
