@@ -183,7 +183,7 @@ def run_cpu(args, solution) -> dict:
         rows += measure_cpu(
             {"triton (interpreter)": triton_kernel, "triton fast (interpreter)": fast_kernel}, [64], 1, 2, 16, dtype, 1, memory=False
         )
-    print(f"\n{'forward + backward':<38}{'causal':>7}{'T':>7}{'ms':>11}{'TFLOP/s':>9}{'vs flash':>10}{'max |diff|':>12}")
+    print(BACKWARD_HEADER)
     solution08 = load_solution("08_flash_backward")
     backward = backward_methods(solution, solution08, ["fwd+bwd sdpa flash", "fwd+bwd pytorch tiles (nb 07 + nb 08)", "fwd+bwd naive"])
     rows += measure_backward(backward, lengths[:2], B, H, d, dtype, "cpu", lambda thunk: median_seconds(thunk, repeats=repeats))
@@ -328,7 +328,7 @@ def run_gpu(args, solution) -> dict:
         solution, solution08, ["fwd+bwd sdpa flash", "fwd+bwd sdpa cudnn", "fwd+bwd triton (nb 07 + nb 08)", "fwd+bwd triton fast + nb 08"]
     )
     gpu_time = lambda thunk: triton.testing.do_bench(thunk, warmup=25, rep=100, return_mode="median") / 1e3  # noqa: E731
-    print(f"\n{'forward + backward':<38}{'causal':>7}{'T':>7}{'ms':>11}{'TFLOP/s':>9}{'vs flash':>10}{'max |diff|':>12}")
+    print(BACKWARD_HEADER)
     for dtype_name in dtypes:
         for d in dims:
             for T in lengths:
@@ -407,6 +407,11 @@ def backward_methods(solution07, solution08, names: list[str]) -> dict[str, Grad
     return {name: every[name]() for name in names}
 
 
+BACKWARD_HEADER = (
+    f"\n{'dtype':<9}{'d':>4}  {'forward + backward':<38}{'causal':>7}{'T':>7}{'ms':>11}{'TFLOP/s':>9}{'vs flash':>10}{'max |diff|':>12}"
+)
+
+
 def measure_backward(
     methods: dict[str, Gradients],
     lengths: list[int],
@@ -450,6 +455,10 @@ def measure_backward(
                         max_abs_diff_vs_sdpa_fp32=None,
                     )
                     rows.append(row)
+                    print(
+                        f"{str(dtype).removeprefix('torch.'):<9}{d:>4}  {name:<38}{causal!s:>7}{T:>7}  unavailable: {row['reason'][:80]}",
+                        flush=True,
+                    )
                     continue
                 if name == "fwd+bwd sdpa flash":
                     flash_seconds = seconds
@@ -462,7 +471,11 @@ def measure_backward(
                 )
                 rows.append(row)
                 ratio = "" if row["speed_vs_sdpa_flash"] is None else f"{row['speed_vs_sdpa_flash']:.2f}"
-                print(f"{name:<38}{causal!s:>7}{T:>7}{seconds * 1e3:>11.3f}{row['tflops']:>9.3f}{ratio:>10}{error:>12.1e}", flush=True)
+                print(
+                    f"{str(dtype).removeprefix('torch.'):<9}{d:>4}  {name:<38}{causal!s:>7}{T:>7}{seconds * 1e3:>11.3f}"
+                    f"{row['tflops']:>9.3f}{ratio:>10}{error:>12.1e}",
+                    flush=True,
+                )
     return rows
 
 

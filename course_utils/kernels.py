@@ -216,11 +216,42 @@ def launch(kernel: Any, grid: Grid, *args: Any, **kwargs: Any) -> None:
         _captured[-1].append(Launch(kernel, grid, args, dict(kwargs)))
         return
     try:
-        kernel[grid](*args, **kwargs)
+        # a PyTorch stand-in for the kernel (a test's emulation) runs where its tensors are
+        with on_the_gpu(args, kwargs, KERNELS_NATIVE and isinstance(kernel, triton.runtime.KernelInterface)) as (args, kwargs):
+            kernel[grid](*args, **kwargs)
     except Exception as error:
         if is_stub_error(error):
             raise KernelNotWritten(f"{kernel_name(kernel)} is not written yet") from None
         raise
+
+
+@contextlib.contextmanager
+def on_the_gpu(args: tuple[Any, ...], kwargs: dict[str, Any], native: bool) -> Iterator[tuple[tuple[Any, ...], dict[str, Any]]]:
+    """The launch's arguments with every CPU tensor on the GPU, its memory copied back afterwards.
+
+    The notebooks' tests build CPU tensors, which is what the interpreter (and the grader) runs on; a
+    kernel compiled for a GPU can only read GPU memory. Whole storages move, so a launcher's strides,
+    a view into a larger buffer (NaN padding) and tensors that share memory stay exactly as they were.
+    """
+    cpu = [a for a in (*args, *kwargs.values()) if isinstance(a, torch.Tensor) and a.device.type == "cpu"]
+    if not native or not cpu:
+        yield args, kwargs
+        return
+    storages: dict[int, tuple[Any, Any]] = {}  # CPU storage address -> (CPU storage, its GPU copy)
+    for tensor in cpu:
+        storage = tensor.untyped_storage()
+        storages.setdefault(storage.data_ptr(), (storage, storage.cuda()))
+
+    def moved(a: Any) -> Any:
+        if not (isinstance(a, torch.Tensor) and a.device.type == "cpu"):
+            return a
+        gpu_storage = storages[a.untyped_storage().data_ptr()][1]
+        return torch.empty(0, dtype=a.dtype, device="cuda").set_(gpu_storage, a.storage_offset(), a.shape, a.stride())
+
+    yield tuple(map(moved, args)), {key: moved(value) for key, value in kwargs.items()}
+    torch.cuda.synchronize()
+    for storage, gpu_storage in storages.values():  # the kernel may have written any of them
+        storage.copy_(gpu_storage)
 
 
 # --- building for a GPU, on any machine ------------------------------------------------------------------

@@ -77,6 +77,31 @@ def test_triton_kernel_on_the_gpu_with_ragged_shapes(solution):
     )
 
 
+@needs_gpu
+def test_a_launch_with_cpu_tensors_runs_on_the_gpu_and_writes_them_back():
+    # The notebooks' tests pass CPU tensors (the grader's interpreter runs on them); on a GPU, launch()
+    # moves whole storages there and back, so strides into a padded buffer and shared memory survive.
+    from course_utils.kernels import launch, tl, triton
+
+    @triton.jit
+    def double_rows(X, OUT, n, stride_x, stride_out, BLOCK: tl.constexpr):
+        row, cols = tl.program_id(0), tl.arange(0, BLOCK)
+        x = tl.load(X + row * stride_x + cols, mask=cols < n)
+        tl.store(OUT + row * stride_out + cols, 2 * x, mask=cols < n)
+
+    buffer = torch.full((8, 16), float("nan"))
+    x = buffer[:5, :12]  # a view with the buffer's strides; NaN outside it
+    x.copy_(random_tensor(5, 12))
+    values = x.clone()
+    out = torch.empty(5, 12)
+    launch(double_rows, (5,), x, out, 12, x.stride(0), out.stride(0), BLOCK=16)
+    assert out.device.type == "cpu"
+    torch.testing.assert_close(out, 2 * values)
+    launch(double_rows, (5,), x, x, 12, x.stride(0), x.stride(0), BLOCK=16)  # in place: one storage, moved once
+    torch.testing.assert_close(x, 2 * values)
+    assert buffer[5:].isnan().all() and buffer[:, 12:].isnan().all(), "memory outside the view was written"
+
+
 # --- checked for real GPUs on a CPU: ahead-of-time compiles (course_utils.kernels) ---------------------
 
 
@@ -112,6 +137,7 @@ def test_solution_kernels_compile_for_gpus_without_spills(solution, arch):
     assert matmul.mma == ("wgmma" if arch == "sm_90" else "mma"), matmul.summary  # tensor cores, not FMA loops
 
 
+@pytest.mark.skipif(ON_GPU, reason="the interpreter path is the CPU path: a GPU launch compiles first")
 def test_a_kernel_the_interpreter_runs_but_no_gpu_compiles_is_caught():
     from course_utils.checks import check_builds_for_gpu
     from course_utils.kernels import launch, tl, triton
@@ -216,7 +242,7 @@ def test_every_tile_the_fast_kernel_may_pick_compiles_without_spills(solution, a
     # Causal with a ragged T_k compiles both stages of the loop, masked and unmasked.
     from course_utils.kernels import build_jobs, capturing_launches, run_builds
 
-    jobs = []
+    jobs, dims = [], []  # a build job, and the head dim it was made for
     for d in (64, 128):
         kept = solution.prune_fast_configs(solution.FAST_GPU_CONFIGS, {"HEAD_DIM": d, "T_q": 1000})
         assert 0 < len(kept) < len(solution.FAST_GPU_CONFIGS) or d == 64
@@ -225,12 +251,14 @@ def test_every_tile_the_fast_kernel_may_pick_compiles_without_spills(solution, a
         with capturing_launches() as launches:
             solution.flash_attention_fast(Q, K, V, is_causal=True)
         [one] = launches
-        jobs += build_jobs(one.kernel, one.args, one.kwargs, arch)
+        new = build_jobs(one.kernel, one.args, one.kwargs, arch)
+        jobs += new
+        dims += [d] * len(new)
     builds = run_builds(jobs)
     assert len(builds) == len(jobs) >= 10
-    for build in builds:
-        assert build.compiled, build.summary
-        assert build.spilled_bytes == 0, f"{build.summary} with {build.config}"
+    for build, d in zip(builds, dims):
+        assert build.compiled, f"{build.summary} at d={d}"
+        assert build.spilled_bytes == 0, f"{build.summary} with {build.config} at d={d}"
     assert {build.mma for build in builds} == {"wgmma" if arch == "sm_90" else "mma"}
 
 
