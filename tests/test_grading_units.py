@@ -124,8 +124,10 @@ class _Batch:
     run_id: str | None = None
     check_fails: bool = False
 
-    def __call__(self, chunk: list[Submission]) -> list[Graded]:
+    def __call__(self, chunk: list[Submission], start_check: bool = True) -> list[Graded]:
         worker = threading.current_thread().name
+        if start_check:
+            self.log.append(("start check", worker, chunk[0].assignment))
         self.log.append(("graded", worker, chunk[0].assignment))
         return [Graded(s, GradeRow(s.student, s.assignment, 1.0, 1.0, Outcome(Kind.GRADED)), [], worker=worker) for s in chunk]
 
@@ -151,6 +153,15 @@ def test_every_worker_is_checked_after_its_last_grade_and_every_submission_grade
     for worker in {w for kind, w, _ in batch.log if kind == "graded"}:
         last_grade = max(i for i, (kind, w, _) in enumerate(batch.log) if kind == "graded" and w == worker)
         assert any(kind == "checked" and w == worker for kind, w, _ in batch.log[last_grade:]), (worker, batch.log)
+
+
+def test_each_assignment_is_checked_once_per_run_before_grading() -> None:
+    todo = _class({"01_a": 9, "02_b": 5, "03_c": 6})
+    with ThreadPoolExecutor(2) as executor:
+        batch = _Batch([])
+        list(_in_pool(executor, 2, batch, todo, _Bar()))
+    starts = [assignment for kind, _, assignment in batch.log if kind == "start check"]
+    assert sorted(starts) == ["01_a", "02_b", "03_c"], batch.log  # once each, not once per worker
 
 
 def test_a_failed_end_check_stops_the_pool_run() -> None:

@@ -73,8 +73,9 @@ def grade(
 
     Each notebook runs sealed in a bubblewrap sandbox; where none can start, grading refuses
     unless ``sandbox`` is False (``--no-sandbox``), and then every row says it was unsealed.
-    A health check grades the known solution on each worker before and after its work;
-    if it fails, the rows of that worker say so, score nothing, and ``HealthCheckFailed`` is raised.
+    A health check grades each assignment's known solution before its first submission (once per
+    run), and again on each worker after its last grade; if one fails, the rows of that worker say
+    so, score nothing, and ``HealthCheckFailed`` is raised.
     """
     submissions, out = submissions.resolve(), out.resolve()
     _check_paths(submissions, out, solutions_dir)
@@ -234,8 +235,17 @@ def _in_pool(executor, workers: int, batch: GradingBatch, todo: list[Submission]
     # One task per worker at a time: the worker that finishes is the one free to take the next,
     # so it gets more of what it has already set up (autograder.grading.scheduling).
     futures: dict = {}  # future -> the assignment of its chunk, or None for an end-of-run health check
+    started: set[str] = set()  # assignments whose known solution a worker grades before its first chunk
+
+    def submit(chunk: list[Submission]) -> None:
+        # The start check fails fast, so once per assignment is enough; each worker's own rows are
+        # vouched for by its end-of-run check, which comes after its last grade.
+        assignment = chunk[0].assignment
+        futures[executor.submit(batch, chunk, start_check=assignment not in started)] = assignment
+        started.add(assignment)
+
     while len(futures) < workers and (chunk := queue.take()):
-        futures[executor.submit(batch, chunk)] = chunk[0].assignment
+        submit(chunk)
     seen: dict[str, set[str]] = {}  # worker -> the assignments it has set up
     checked: set[str] = set()
     while futures:
@@ -251,7 +261,7 @@ def _in_pool(executor, workers: int, batch: GradingBatch, todo: list[Submission]
             seen.setdefault(result.worker, set()).add(assignment)
         worker = results[0].worker if results else ""
         if chunk := queue.take(assignment, seen.get(worker, set())):
-            futures[executor.submit(batch, chunk)] = chunk[0].assignment
+            submit(chunk)
         elif worker not in checked:
             # Nothing left to hand out: the worker that is free now checks itself while the others finish.
             futures[executor.submit(batch.check_health)] = None

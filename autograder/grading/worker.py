@@ -82,19 +82,27 @@ class GradingBatch:
     run_id: str | None = None
     gradebook: bytes | None = None  # course.empty_gradebook(), made once for every worker
 
-    def __call__(self, submissions: list[Submission], on_graded: Callable[[], None] | None = None, end_check: bool = False) -> list[Graded]:
+    def __call__(
+        self,
+        submissions: list[Submission],
+        on_graded: Callable[[], None] | None = None,
+        end_check: bool = False,
+        start_check: bool = True,
+    ) -> list[Graded]:
         """Grade in a private scratch course: nbgrader's SQLite gradebook takes one writer.
 
-        With ``end_check``, the known solutions are graded again afterwards (``check_health``).
+        With ``start_check``, each assignment's known solution is graded before the first
+        submission of it here, so that a broken grader stops the run early; with ``end_check``,
+        every known solution is graded again afterwards (``check_health``).
         """
         _one_thread_per_kernel()
         if self.run_id is None:
             with _course_for(self) as prepared:
-                results = self._grade(prepared, submissions, on_graded)
+                results = self._grade(prepared, submissions, on_graded, start_check)
                 if end_check:
                     self._check(prepared)
                 return results
-        return self._grade(_warm_course(self), submissions, on_graded)
+        return self._grade(_warm_course(self), submissions, on_graded, start_check)
 
     def check_health(self) -> str:
         """Grade every assignment's known solution in this worker's course; its id, or HealthCheckFailed."""
@@ -106,7 +114,9 @@ class GradingBatch:
         for spec in prepared.specs.values():
             _checked(health_check, prepared, spec, self.options)
 
-    def _grade(self, prepared: "PreparedCourse", submissions: list[Submission], on_graded: Callable[[], None] | None) -> list[Graded]:
+    def _grade(
+        self, prepared: "PreparedCourse", submissions: list[Submission], on_graded: Callable[[], None] | None, start_check: bool
+    ) -> list[Graded]:
         course, api = prepared.course, prepared.api
         clock, setup = Clock(), {"worker start": prepared.start_seconds}
         prepared.start_seconds = 0.0  # counted once, with this worker's first batch
@@ -114,7 +124,8 @@ class GradingBatch:
             if name not in prepared.specs:
                 course.check(api.generate_assignment(name, force=True, create=True), f"generate_assignment {name}")
                 prepared.specs[name] = AssignmentSpec.load(course.solutions_dir, name)
-                _checked(health_check, prepared, prepared.specs[name], self.options)  # before any grade of it
+                if start_check:
+                    _checked(health_check, prepared, prepared.specs[name], self.options)  # before any grade of it
         setup["assignment setup"] = clock.lap()
         results = []
         for submission in submissions:
