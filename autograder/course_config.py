@@ -71,6 +71,7 @@ def course_config(
     c.IgnorePattern.pattern = IGNORED_STDERR
 
     # Feedback goes to students: strip hidden-test code and its tracebacks.
+    c.GenerateFeedback.exporter_class = "autograder.nbgrader_ext.feedback.FeedbackHtmlExporter"
     c.GenerateFeedback.preprocessors = [
         "nbgrader.preprocessors.GetGrades",
         "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",

@@ -74,3 +74,33 @@ def test_the_course_configuration_sanitises_what_formgrader_renders(tmp_path) ->
     assert "formgrader-xss" not in html and "onerror" not in html and "onmouseover" not in html and "javascript:alert" not in html
     unsafe, _ = HTMLExporter().from_notebook_node(notebook)  # nbconvert's default: the door this closes
     assert "onerror" in unsafe
+
+
+def test_the_feedback_exporter_writes_the_page_html_exporter_writes() -> None:
+    # FeedbackHtmlExporter skips HTMLExporter's BeautifulSoup pass and adds the alt text itself:
+    # the page must be the same document (attribute order aside), images with and without alt text included.
+    from bs4 import BeautifulSoup
+    from nbconvert import HTMLExporter
+
+    from autograder.nbgrader_ext.feedback import MISSING_ALT, FeedbackHtmlExporter
+
+    png = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
+    notebook = nbformat.v4.new_notebook(
+        cells=[
+            nbformat.v4.new_markdown_cell('# Notes\n\n<img src="a.png"> <IMG SRC="b.png"> <img alt="kept" src="c.png"> $i < j$'),
+            nbformat.v4.new_code_cell(
+                "x = '<img src=q>'\nprint(x)",
+                outputs=[
+                    nbformat.v4.new_output("stream", name="stdout", text="<img src=q>\n"),
+                    nbformat.v4.new_output("display_data", data={"image/png": png, "text/plain": "<Figure>"}),
+                ],
+            ),
+        ],
+        metadata={"language_info": {"name": "python", "pygments_lexer": "ipython3"}},
+    )
+    ours, _ = FeedbackHtmlExporter(template_name="classic").from_notebook_node(notebook)
+    again, _ = FeedbackHtmlExporter(template_name="classic").from_notebook_node(notebook)  # templates from the cache
+    theirs, _ = HTMLExporter(template_name="classic").from_notebook_node(notebook)
+    assert ours == again
+    assert BeautifulSoup(ours, "html.parser") == BeautifulSoup(theirs, "html.parser")
+    assert ours.count(f'alt="{MISSING_ALT}"') == 3  # two in the markdown, the figure; not the escaped text
