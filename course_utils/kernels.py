@@ -237,15 +237,20 @@ def on_the_gpu(args: tuple[Any, ...], kwargs: dict[str, Any], native: bool) -> I
     if not native or not cpu:
         yield args, kwargs
         return
-    storages: dict[int, tuple[Any, Any]] = {}  # CPU storage address -> (CPU storage, its GPU copy)
-    for tensor in cpu:
+
+    def storage_key(tensor: torch.Tensor) -> tuple[int, int]:  # two storages may start at one address (numpy slices)
         storage = tensor.untyped_storage()
-        storages.setdefault(storage.data_ptr(), (storage, storage.cuda()))
+        return storage.data_ptr(), storage.nbytes()
+
+    storages: dict[tuple[int, int], tuple[Any, Any]] = {}  # -> (CPU storage, its GPU copy)
+    for tensor in cpu:
+        if storage_key(tensor) not in storages:
+            storages[storage_key(tensor)] = (tensor.untyped_storage(), tensor.untyped_storage().cuda())
 
     def moved(a: Any) -> Any:
         if not (isinstance(a, torch.Tensor) and a.device.type == "cpu"):
             return a
-        gpu_storage = storages[a.untyped_storage().data_ptr()][1]
+        gpu_storage = storages[storage_key(a)][1]
         return torch.empty(0, dtype=a.dtype, device="cuda").set_(gpu_storage, a.storage_offset(), a.shape, a.stride())
 
     yield tuple(map(moved, args)), {key: moved(value) for key, value in kwargs.items()}

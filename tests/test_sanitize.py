@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import nbformat
 import pytest
 
@@ -21,6 +23,22 @@ HOSTILE = [
     '<div style="background:url(javascript:alert(1))">x</div>',
 ]
 EXECUTABLE = ("onerror", "onload", "onmouseover", "javascript:", "<script", "<iframe", "<form", "<svg", "style=")
+# The template renders a cleaned markdown cell as markdown again, where an HTML block ends at a blank
+# line: newlines kept in an attribute value or a code block must not let markdown links out.
+SECOND_PASS = ['<span title="&#10;&#10;[a](javascript:alert(2)//)">hi</span>', "```\na\n\n[x](javascript:alert(3))\n```"]
+
+
+def live_script(html: str) -> list[str]:
+    """Every event-handler attribute and script URL in ``html``'s elements, as a browser would build them."""
+    from bs4 import BeautifulSoup
+
+    found = []
+    for tag in BeautifulSoup(html, "html.parser").find_all(True):
+        for name, value in tag.attrs.items():
+            text = " ".join(value) if isinstance(value, list) else str(value)
+            if name.lower().startswith("on") or (name.lower() in ("href", "src") and "javascript:" in text.lower()):
+                found.append(f"<{tag.name} {name}={text!r}>")
+    return found
 
 
 @pytest.mark.parametrize("payload", HOSTILE)
@@ -63,17 +81,43 @@ def test_the_course_configuration_sanitises_what_formgrader_renders(tmp_path) ->
     notebook = nbformat.v4.new_notebook(
         cells=[
             nbformat.v4.new_markdown_cell("Notes " + " ".join(HOSTILE)),
+            *(nbformat.v4.new_markdown_cell(payload) for payload in SECOND_PASS),
             nbformat.v4.new_code_cell(
                 "x = 1",
-                outputs=[nbformat.v4.new_output("display_data", data={"text/html": "<img src=x onerror=alert('formgrader-xss')>"})],
+                outputs=[
+                    nbformat.v4.new_output("display_data", data={"text/html": "<img src=x onerror=alert('formgrader-xss')>"}),
+                    # The templates write an image's width unquoted.
+                    nbformat.v4.new_output(
+                        "display_data", data={"image/png": "x"}, metadata={"image/png": {"width": "1 onerror=alert(4)", "height": 5}}
+                    ),
+                ],
             ),
         ]
     )
     html, _ = HTMLExporter(config=config).from_notebook_node(notebook)
-    assert "Notes" in html
-    assert "formgrader-xss" not in html and "onerror" not in html and "onmouseover" not in html and "javascript:alert" not in html
+    assert "Notes" in html and re.search(r"height=\"?5", html)  # the width went, the height stayed
+    assert "formgrader-xss" not in html and live_script(html) == []
     unsafe, _ = HTMLExporter().from_notebook_node(notebook)  # nbconvert's default: the door this closes
-    assert "onerror" in unsafe
+    assert "onerror" in unsafe and live_script(unsafe)
+
+
+@pytest.mark.parametrize("payload", HOSTILE + SECOND_PASS)
+def test_a_cleaned_markdown_cell_passes_the_second_rendering_unchanged(payload: str) -> None:
+    from nbconvert.filters import markdown2html
+
+    cleaned = clean_markdown(payload)
+    assert markdown2html(cleaned).strip() == cleaned.strip()
+    assert live_script(markdown2html(cleaned)) == []
+
+
+def test_output_metadata_keeps_only_what_templates_read_with_its_type() -> None:
+    output = nbformat.v4.new_output(
+        "display_data",
+        data={"image/png": "x"},
+        metadata={"image/png": {"width": "1 onerror=alert(1)", "height": 5, "alt": "a plot", "unconfined": "yes"}, "filenames": {}},
+    )
+    clean_output(output)
+    assert output["metadata"] == {"image/png": {"height": 5, "alt": "a plot"}}
 
 
 def test_the_feedback_exporter_writes_the_page_html_exporter_writes() -> None:
@@ -88,7 +132,7 @@ def test_the_feedback_exporter_writes_the_page_html_exporter_writes() -> None:
     notebook = nbformat.v4.new_notebook(
         cells=[
             nbformat.v4.new_markdown_cell('# Notes\n\n<img src="a.png"> <IMG SRC="b.png"> <img alt="kept" src="c.png"> $i < j$'),
-            # The allow-list's serialiser leaves < and > unescaped inside attribute values: text there is no tag.
+            # Text that looks like a tag inside an attribute value is no tag: a tokenizer knows, a pattern does not.
             nbformat.v4.new_markdown_cell('<a title="<img onmouseover=alert(1) src=x>">hover</a>'),
             nbformat.v4.new_code_cell(
                 "x = '<img src=q>'\nprint(x)",
@@ -108,3 +152,11 @@ def test_the_feedback_exporter_writes_the_page_html_exporter_writes() -> None:
     assert ours.count(f'alt="{MISSING_ALT}"') == 3  # two in the markdown, the figure; not the escaped text or the title
     [link] = BeautifulSoup(ours, "html.parser").find_all("a", string="hover")
     assert set(link.attrs) <= {"title", "href", "id", "class"}, link.attrs  # nothing of the title became an attribute
+
+
+def test_a_pasted_image_is_shown_and_a_missing_one_does_not_break_the_page() -> None:
+    png = {"image/png": "iVBORw0KGgo="}
+    shown = clean_markdown("See ![plot](attachment:plot.png) <b>here</b>", {"plot.png": png})
+    assert 'src="data:image/png;base64,iVBORw0KGgo="' in shown and "<b>here</b>" in shown
+    missing = clean_markdown("See ![plot](attachment:gone.png) <b>here</b>", {})
+    assert "attachment:gone.png" in missing and "<b>" not in missing  # shown as text, not rendered

@@ -56,8 +56,9 @@ MISSING_ALT = "No description has been provided for this image"
 class _ImagesWithoutAlt(HTMLParser):
     """Where the page's ``<img>`` tags without alt text start, found by a tokenizer, not a pattern.
 
-    Student HTML reaches the page through the allow-list, whose serialiser leaves ``<`` unescaped
-    inside attribute values: ``title="<img ...>"`` is text there, and only a tokenizer knows it.
+    ``title="<img ...>"`` is text inside an attribute, not a tag: a tokenizer knows it, a pattern
+    does not. Student HTML reaches the page as the allow-list writes it (quoted attributes, ``<``
+    escaped), which Python's tokenizer reads as a browser does.
     """
 
     def __init__(self) -> None:
@@ -99,6 +100,8 @@ class _CompiledTemplates(jinja2.BytecodeCache):
         self._store[bucket.key] = bucket.bytecode_to_string()
 
 
+# One per process. Jinja decides at compile time how to call a filter (with the context or not), so
+# this is right while every FeedbackHtmlExporter has the same filters: the course's configuration.
 _COMPILED = _CompiledTemplates()
 
 

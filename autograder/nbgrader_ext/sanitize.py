@@ -28,6 +28,9 @@ MAY_CARRY_SCRIPT = re.compile(r"<[A-Za-z!/?]|\]\(|\]:|&#|&[A-Za-z]|javascript|vb
 URL_SCHEMES = {"http", "https", "mailto", "data", "attachment"}  # data: and attachment: carry a student's images
 KEPT_OUTPUTS = {"text/plain", "image/png", "image/jpeg", "image/gif", "text/latex", "application/json"}
 DROPPED_NOTE = "(an output that could run script in the reader's browser was removed)"
+# The output metadata nbconvert's templates read, with the type each may have: the templates write
+# width and height unquoted, so "1 onerror=alert(1)" there would become an attribute.
+OUTPUT_METADATA = {"width": int, "height": int, "alt": str, "unconfined": bool, "isolated": bool}
 
 
 def clean_html(html: str) -> str:
@@ -37,13 +40,30 @@ def clean_html(html: str) -> str:
     return nh3.clean(html, url_schemes=URL_SCHEMES)
 
 
-def clean_markdown(source: str) -> str:
-    """A markdown cell as sanitised HTML, which nbconvert passes through as an HTML block."""
-    from nbconvert.filters import markdown2html
+def clean_markdown(source: str, attachments: dict[str, Any] | None = None) -> str:
+    """A markdown cell as sanitised HTML, which nbconvert passes through as an HTML block.
 
+    ``attachments``: the cell's pasted images, which ``![](attachment:name)`` shows.
+    """
     if not MAY_CARRY_SCRIPT.search(source):  # plain markdown: nothing in it can become script
         return source
-    return '<div class="sanitized-markdown">\n' + clean_html(markdown2html(source)) + "\n</div>\n"
+    # The template renders the cell as markdown again. There an HTML block ends at a blank line, and
+    # what follows is markdown once more: a newline kept inside an attribute value or a code block
+    # would turn "[x](javascript:...)" into a live link. On one line the block passes through as is.
+    one_line = clean_html(_markdown_html(source, attachments)).replace("\r", "&#13;").replace("\n", "&#10;")
+    return f'<div class="sanitized-markdown">{one_line}</div>\n'
+
+
+def _markdown_html(source: str, attachments: dict[str, Any] | None) -> str:
+    """nbconvert's rendering of a markdown cell; one that names an attachment it lacks is shown as text."""
+    from html import escape
+
+    from nbconvert.filters.markdown_mistune import InvalidNotebook, IPythonRenderer, MarkdownWithMath
+
+    try:
+        return MarkdownWithMath(renderer=IPythonRenderer(escape=False, attachments=dict(attachments or {}))).render(source)
+    except InvalidNotebook:
+        return f"<pre>{escape(source)}</pre>"
 
 
 def clean_output(output: NotebookNode) -> None:
@@ -67,7 +87,18 @@ def clean_output(output: NotebookNode) -> None:
         cleaned["text/plain"] = DROPPED_NOTE
     output["data"] = cleaned
     if "metadata" in output:
-        output["metadata"] = {k: v for k, v in output["metadata"].items() if k in cleaned}
+        output["metadata"] = {mime: _typed(value) for mime, value in output["metadata"].items() if mime in cleaned}
+
+
+def _typed(metadata: Any) -> dict[str, Any]:
+    """What a template may read of one representation's metadata, and only with the right type."""
+    if not isinstance(metadata, dict):
+        return {}
+    return {
+        key: value
+        for key, value in metadata.items()
+        if key in OUTPUT_METADATA and type(value) is OUTPUT_METADATA[key]  # exact: True is not a width
+    }
 
 
 class SanitizeStudentHtml(Preprocessor):
@@ -75,7 +106,7 @@ class SanitizeStudentHtml(Preprocessor):
 
     def preprocess_cell(self, cell: NotebookNode, resources: dict[str, Any], index: int) -> tuple[NotebookNode, dict[str, Any]]:
         if cell.cell_type == "markdown":
-            cell.source = clean_markdown(cell.source)
+            cell.source = clean_markdown(cell.source, cell.get("attachments"))
         elif cell.cell_type == "raw":
             cell.metadata.pop("format", None)  # a raw cell marked text/html would be pasted in as is
             cell.metadata.pop("raw_mimetype", None)
