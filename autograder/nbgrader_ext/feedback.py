@@ -106,7 +106,7 @@ _COMPILED = _CompiledTemplates()
 
 
 class FeedbackHtmlExporter(HTMLExporter):
-    """``HTMLExporter`` for feedback pages, about twice as fast, with the same page.
+    """``HTMLExporter`` for feedback pages, about twice as fast: the same document, unserialised by BeautifulSoup.
 
     nbgrader makes a new exporter for every student, so its templates were compiled again each time;
     here they are compiled once per process. And ``HTMLExporter`` parses its whole page again with
