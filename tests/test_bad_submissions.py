@@ -107,6 +107,10 @@ def test_calling_the_builtin_kernel_is_a_named_mistake() -> None:
         ("setattr(torch, 'allclose', lambda *a, **k: True)", True),
         ('with torch.profiler.record_function("course_utils.stand_in"):', True),  # hiding a built-in from its check
         ("course_utils.operators._shields_opened[0] += 1", True),
+        ("k.launcher_builds = lambda *a, **kw: [{'compiled': True}]", True),  # a forged GPU build, under any alias
+        ("vars(kernels)['run_builds'] = fake", True),
+        ("for build in run_builds(jobs):", False),  # the notebook's own compile demo, copied
+        ("builds = launcher_builds(transpose, x, kernel, 64, arch='sm_90')", False),
         ("check_close(out, expected, label='mine')", False),  # a student checking their own work
         ('check_my_work("01_soft_dictionary_lookup");', False),  # the notebook's self-check cell
         ("ok = check_close(out, expected, label='mine')", False),

@@ -45,6 +45,8 @@ INTROSPECTION = re.compile(
     # Ways around the built-in check (course_utils.operators): the profiler it reads, and its stand-in range.
     r"|\bprofiler\b|\brecord_function\b|course_utils\.operators|course_utils\.stand_in\b|STAND_IN_RANGE|_shields_opened"
     r"|\b(?:torch|np|numpy|checks|course_utils)(?:\.\w+)*\.(?:allclose|isclose|equal|assert_close|testing|check_\w+|call)\s*=(?!=)"
+    # Rebinding how kernels are compiled for a GPU (course_utils.kernels), under any name for the module.
+    r"|\.\s*(?:launcher_builds|build_for_gpu|build_jobs|run_builds)\s*=(?!=)|[\"'](?:launcher_builds|build_for_gpu|build_jobs|run_builds)[\"']\s*\]\s*=(?!=)"
     r"|^\s*(?:def|class)\s+(?:check_\w+|assert_close|call)\s*[(:]|^\s*(?:check_\w+|assert_close)\s*=(?!=)",
     re.MULTILINE,
 )
