@@ -93,7 +93,10 @@ def test_a_free_worker_keeps_to_the_assignments_it_has_set_up() -> None:
 
 
 def test_chunks_are_small_enough_to_keep_every_worker_busy() -> None:
+    # A cluster: few network round trips, yet four tasks per worker at least.
     assert chunk_size(12, 2) == 1 and chunk_size(40, 2) == 4 and chunk_size(1000, 2) == 4 and chunk_size(1, 8) == 1
+    # This machine's pool: a task costs little, so one submission each and no tail.
+    assert chunk_size(40, 2, local=True) == chunk_size(1000, 2, local=True) == 1
 
 
 def _schema(path: Path) -> list[tuple]:

@@ -225,13 +225,13 @@ def _run(batch: GradingBatch, todo: list[Submission], *, jobs: int, scheduler: s
             if executor is None:
                 yield from batch(todo, on_graded=lambda: bar.update(1), end_check=True)
                 return
-            yield from _in_pool(executor, workers, batch, todo, bar)
+            yield from _in_pool(executor, workers, batch, todo, bar, local=scheduler is None)
 
 
-def _in_pool(executor, workers: int, batch: GradingBatch, todo: list[Submission], bar) -> Iterator[Graded]:
-    """Grade ``todo`` on ``workers`` pool or cluster workers; then each must pass its end-of-run health check."""
+def _in_pool(executor, workers: int, batch: GradingBatch, todo: list[Submission], bar, local: bool = True) -> Iterator[Graded]:
+    """Grade ``todo`` on ``workers`` pool (``local``) or cluster workers; then each must pass its end-of-run health check."""
     batch = replace(batch, run_id=uuid.uuid4().hex)  # each worker keeps one course for all its tasks
-    queue = ChunkQueue.of(todo, chunk_size(len(todo), workers))
+    queue = ChunkQueue.of(todo, chunk_size(len(todo), workers, local))
     # One task per worker at a time: the worker that finishes is the one free to take the next,
     # so it gets more of what it has already set up (autograder.grading.scheduling).
     futures: dict = {}  # future -> the assignment of its chunk, or None for an end-of-run health check

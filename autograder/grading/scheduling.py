@@ -1,8 +1,10 @@
 """Which submissions a free worker grades next.
 
 A worker pays for each assignment it meets: it generates the assignment in its scratch course
-and grades the known solution before the first submission and again after the last (the
-health checks). So work goes out in small chunks of one assignment, and a worker that comes
+and grades the known solution after its last submission (and, the first worker to meet it,
+before the first). So work goes out in small chunks of one assignment (one submission on this
+machine's pool, where a task costs little and a chunk of four left a tail of up to four with
+one worker idle; up to four on a cluster, where each task crosses the network), and a worker that comes
 back for more gets the assignment it graded last while any is left, then one it has already
 set up, and only then a new one: the one with the most chunks left per worker already on it.
 Small chunks keep the workers busy to the end; keeping to few assignments saves the set-up.
@@ -15,11 +17,13 @@ from dataclasses import dataclass, field
 
 from .models import Submission
 
-CHUNK_MAX = 4  # submissions per task: small, so that no worker is left alone with a long tail
+CHUNK_MAX = 4  # submissions per task on a cluster: small, so that no worker is left alone with a long tail
 
 
-def chunk_size(submissions: int, workers: int) -> int:
-    """Four tasks per worker at least, and at most ``CHUNK_MAX`` submissions in one."""
+def chunk_size(submissions: int, workers: int, local: bool = False) -> int:
+    """One submission per task in a local pool; on a cluster four tasks per worker at least, and at most ``CHUNK_MAX`` in one."""
+    if local:
+        return 1
     return max(1, min(CHUNK_MAX, submissions // (workers * 4)))
 
 
