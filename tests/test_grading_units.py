@@ -6,6 +6,7 @@ from __future__ import annotations
 import random
 import sqlite3
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import closing
 from dataclasses import dataclass, field
@@ -136,6 +137,7 @@ class _Batch:
 
     def check_health(self) -> str:
         worker = threading.current_thread().name
+        time.sleep(0.02)  # a real check grades the known solution (seconds): a free worker takes the next task meanwhile
         self.log.append(("checked", worker, ""))
         if self.check_fails:
             raise HealthCheckFailed(f"{Kind.HEALTH_CHECK_FAILED.value} on {worker}")

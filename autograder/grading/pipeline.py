@@ -273,13 +273,16 @@ def _end_checks(executor, batch: GradingBatch, workers_seen: set[str], workers: 
     """Ask each worker that graded something, and has not been checked since, to grade the known solution once more.
 
     A pool hands tasks to whichever worker is free, so checks are sent until every worker
-    seen has answered (or too many tries went to others: then that, too, is a failure).
+    seen has answered (or too many tries went to others: then that, too, is a failure). The first
+    round sends one check per worker missing; a later one sends one per worker of the pool, so
+    that every idle worker takes one and none is passed over by another that answers first.
     """
     checked: set[str] = set()
-    for _ in range(4 * max(workers, 1)):
+    for attempt in range(4 * max(workers, 1)):
         if workers_seen <= checked:
             return
-        futures = [executor.submit(batch.check_health) for _ in range(max(1, len(workers_seen - checked)))]
+        count = len(workers_seen - checked) if attempt == 0 else max(workers, len(workers_seen - checked))
+        futures = [executor.submit(batch.check_health) for _ in range(max(1, count))]
         for future in futures:
             checked.add(future.result())
     missing = sorted(workers_seen - checked)
