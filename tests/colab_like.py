@@ -19,6 +19,7 @@ from nbformat.notebooknode import NotebookNode
 from autograder.settings import REPO_ROOT
 from autograder.site import run_notebook
 from course_utils.colab import SOURCE_ENV_VAR
+from course_utils.runtime import GRADING_ENV_VAR
 
 COLAB_PACKAGES = ["torch", "numpy", "matplotlib", "ipykernel"]
 KERNEL_NAME = "colab-like"
@@ -45,7 +46,7 @@ class ColabRuntime:
         from jupyter_client.manager import KernelManager
 
         specs = KernelSpecManager(kernel_dirs=[str(self.root / "share" / "jupyter" / "kernels")])
-        env = {k: v for k, v in os.environ.items() if k not in ("NBGRADER_EXECUTION", "VIRTUAL_ENV", "PYTHONPATH")}
+        env = {k: v for k, v in os.environ.items() if k not in (GRADING_ENV_VAR, "VIRTUAL_ENV", "PYTHONPATH")}
         env[SOURCE_ENV_VAR] = self.package_source.as_uri()
         env["OMP_NUM_THREADS"] = "1"  # the tests run two notebooks at once on two cores: one thread each
         env["PATH"] = f"{self.root / 'bin'}{os.pathsep}{env.get('PATH', '')}"

@@ -29,7 +29,7 @@ SECOND_PASS = ['<span title="&#10;&#10;[a](javascript:alert(2)//)">hi</span>', "
 
 
 def live_script(html: str) -> list[str]:
-    """Every event-handler attribute and script URL in ``html``'s elements, as a browser would build them."""
+    """Every event-handler attribute and script URL in ``html``'s elements, as Python's HTML parser builds them."""
     from bs4 import BeautifulSoup
 
     found = []

@@ -113,7 +113,7 @@ class FeedbackHtmlExporter(HTMLExporter):
     BeautifulSoup's pure-Python parser, to give images without alt text a placeholder and to make
     JupyterLab cells focusable: about half of a page's time. The feedback template is the classic
     one, which has no JupyterLab cells, so only the alt text remains, and ``with_alt_text`` adds it
-    (most pages have no image at all). ``tests/test_sanitize.py`` checks the page equals HTMLExporter's.
+    (most pages have no image at all). ``tests/test_sanitize.py`` checks it is the document HTMLExporter writes.
     """
 
     def _create_environment(self) -> jinja2.Environment:
