@@ -11,6 +11,7 @@ import nbformat
 import pytest
 from helpers import ASSIGNMENTS
 
+from autograder.grading import admission
 from autograder.grading.admission import repair
 from autograder.grading.intake import (
     DEFAULT_STUDENT_PATTERN,
@@ -22,6 +23,7 @@ from autograder.grading.intake import (
 from autograder.grading.models import AssignmentSpec
 from autograder.settings import SOLUTIONS_DIR
 from autograder.submissions import released, solved
+from course_utils.reference import is_solution_cell, is_test_cell
 
 FIRST, THIRD = ASSIGNMENTS[0], ASSIGNMENTS[2]
 FUNCTIONS = {a: set(AssignmentSpec.load(SOLUTIONS_DIR, a).functions) for a in ASSIGNMENTS}
@@ -143,6 +145,38 @@ def test_stripped_metadata_is_restored_on_the_right_cells(assignment: str) -> No
     assert grade_ids(fixed) == grade_ids(original)
     assert len(repairs.restored_metadata) == sum(g is not None for g in grade_ids(original))
     assert not repairs.deleted_tests and not repairs.edited_tests and not repairs.missing_functions
+
+
+def test_a_cell_of_megabytes_is_not_compared_word_by_word(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Matching cells without metadata costs the product of their lengths: a hostile cell of
+    megabytes, compared with each released cell, would hold the grader outside any sandbox limit.
+    Lengths this far apart cannot reach the threshold, so no comparison may start on it."""
+    compared: list[int] = []
+
+    class CountingMatcher(admission.difflib.SequenceMatcher):
+        def __init__(self, isjunk, a, b, autojunk=True) -> None:
+            compared.append(max(len(a), len(b)))
+            super().__init__(isjunk, a, b, autojunk)
+
+    monkeypatch.setattr(admission.difflib, "SequenceMatcher", CountingMatcher)
+    body = "\n".join(c.source for c in released(FIRST).cells if c.cell_type == "code" and not is_solution_cell(c))
+    notebook = solved(FIRST)
+    for cell in notebook.cells:
+        if is_test_cell(cell):
+            cell.source += "\n# checked"  # edited a little: each is found by similarity, not equality
+    notebook = strip_metadata(notebook)
+    huge = [nbformat.v4.new_code_cell(body * 40), nbformat.v4.new_markdown_cell("attention is a soft lookup " * 20_000)]
+    notebook.cells[3:3] = huge
+    fixed, repairs = repair(notebook, released(FIRST))
+    assert grade_ids(fixed) == _with_none_at(solved(FIRST), 3, len(huge))  # every cell still found; the huge ones stay ordinary
+    assert not repairs.deleted_tests and not repairs.missing_functions
+    longest_released = max(len(admission._tokens(c)) for c in released(FIRST).cells)
+    assert compared and max(compared) <= 4 * longest_released, f"a comparison read {max(compared)} tokens"
+
+
+def _with_none_at(notebook, index: int, count: int) -> list[str | None]:
+    ids = grade_ids(notebook)
+    return ids[:index] + [None] * count + ids[index:]
 
 
 def test_repair_names_deleted_and_edited_tests_and_missing_functions() -> None:

@@ -24,6 +24,7 @@ import copy
 import difflib
 import re
 from dataclasses import dataclass, field
+from typing import Callable
 
 from nbformat.notebooknode import NotebookNode
 
@@ -141,26 +142,56 @@ def _normalized(source: str) -> str:
     return re.sub(r"\s+", " ", source).strip()
 
 
-def _similarity(released: NotebookNode, candidate: NotebookNode) -> float:
+TOKEN = re.compile(r"\w+|\S")
+
+
+def _tokens(cell: NotebookNode) -> list[str]:
+    """A cell's words and symbols: compared as sequences, they cost far less than characters."""
+    return TOKEN.findall(str(cell.get("source", "")))
+
+
+def _similarity(
+    released: NotebookNode, candidate: NotebookNode, at_least: float, tokens: Callable[[NotebookNode], list[str]] = _tokens
+) -> float:
+    """How alike the two cells are, from 0 to 1; 0 for any below ``at_least`` (then not worked out).
+
+    A bound from the lengths comes first: a cell much longer or shorter than the released
+    one is dismissed unread, so a submitted cell of megabytes costs no more than a short one.
+    """
     if released.cell_type != candidate.cell_type:
         return 0.0
     if is_solution_cell(released):
         # The student rewrote the body; what stays is the name it defines.
         wanted = defined_names(released.source)
         return 1.0 if wanted and wanted <= defined_names(candidate.source) else 0.0
-    a, b = _normalized(released.source), _normalized(candidate.source)
-    return 1.0 if a == b else difflib.SequenceMatcher(None, a, b, autojunk=False).ratio()
+    a, b = tokens(released), tokens(candidate)
+    if a == b:
+        return 1.0
+    if 2 * min(len(a), len(b)) / (len(a) + len(b)) < at_least:  # the most that lengths this far apart allow
+        return 0.0
+    matcher = difflib.SequenceMatcher(None, a, b, autojunk=False)
+    if matcher.quick_ratio() < at_least:
+        return 0.0
+    return matcher.ratio()
 
 
 def restore_metadata(submission: NotebookNode, released: NotebookNode) -> list[str]:
     """Give cells without nbgrader metadata the metadata of the released cell they match.
 
     Matching keeps the released order: each graded cell is looked for after the cell that
-    matched the previous one. Returns the grade ids restored. Modifies ``submission``.
+    matched the previous one; the most similar cell wins, the first of equals. Returns the
+    grade ids restored. Modifies ``submission``.
     """
     present = {nbgrader_meta(c).get("grade_id") for c in submission.cells} - {None}
     restored: list[str] = []
     position = 0
+    known: dict[int, list[str]] = {}  # each cell is read once, however many released cells it is compared with
+
+    def tokens(cell: NotebookNode) -> list[str]:
+        if id(cell) not in known:
+            known[id(cell)] = _tokens(cell)
+        return known[id(cell)]
+
     for cell in released.cells:
         grade_id = nbgrader_meta(cell).get("grade_id")
         if grade_id is None:
@@ -168,14 +199,19 @@ def restore_metadata(submission: NotebookNode, released: NotebookNode) -> list[s
         if grade_id in present:
             position = max(position, 1 + next(i for i, c in enumerate(submission.cells) if nbgrader_meta(c).get("grade_id") == grade_id))
             continue
-        candidates = [(i, _similarity(cell, c)) for i, c in enumerate(submission.cells) if i >= position and not nbgrader_meta(c)]
-        best = max(candidates, key=lambda pair: (pair[1], -pair[0]), default=None)
-        if best is None or best[1] < MIN_SIMILARITY:
+        best, best_score = None, MIN_SIMILARITY
+        for index in range(position, len(submission.cells)):
+            candidate = submission.cells[index]
+            if nbgrader_meta(candidate):
+                continue
+            score = _similarity(cell, candidate, best_score, tokens)
+            if score >= best_score and (best is None or score > best_score):
+                best, best_score = index, score
+        if best is None:
             continue  # deleted: nbgrader adds a test cell back; a missing solution shows in the tests
-        index = best[0]
-        submission.cells[index].metadata["nbgrader"] = copy.deepcopy(nbgrader_meta(cell))
+        submission.cells[best].metadata["nbgrader"] = copy.deepcopy(nbgrader_meta(cell))
         restored.append(grade_id)
-        position = index + 1
+        position = best + 1
     return restored
 
 
