@@ -429,6 +429,21 @@ def build_jobs(kernel: Any, args: tuple, kwargs: dict[str, Any], arch: str) -> l
     return jobs
 
 
+def triton_installation_key() -> str:
+    """Triton's key for its own installation, which begins every compile's cache key ('' if unknown).
+
+    Working it out hashes Triton's sources and its compiler library (about 0.4 s); Triton keeps
+    it for the life of a process, and each compile child is a new process. So it is worked out
+    here, once, and handed to every child: the sealed runner does it before it forks.
+    """
+    try:
+        from triton.runtime import cache
+    except ImportError:
+        return ""
+    key = getattr(cache, "triton_key", None)
+    return key() if callable(key) else ""
+
+
 def run_builds(jobs: list[dict[str, Any]]) -> list[GpuBuild]:
     """Compile the jobs in a fresh Python without Triton's interpreter (see ``course_utils.gpu_build``)."""
     if not jobs:
@@ -439,7 +454,12 @@ def run_builds(jobs: list[dict[str, Any]]) -> list[GpuBuild]:
     # process about 1.6 s of its 2. -P keeps this folder off sys.path (its modules are not Triton's).
     script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "gpu_build.py")
     result = subprocess.run(
-        [sys.executable, "-P", script], input=json.dumps(jobs), capture_output=True, text=True, env=environment, timeout=600
+        [sys.executable, "-P", script],
+        input=json.dumps({"triton_key": triton_installation_key(), "jobs": jobs}),
+        capture_output=True,
+        text=True,
+        env=environment,
+        timeout=600,
     )
     if result.returncode != 0:
         reason = (result.stderr.strip().splitlines() or ["no output"])[-1]

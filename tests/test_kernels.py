@@ -137,6 +137,29 @@ def test_solution_kernels_compile_for_gpus_without_spills(solution, arch):
     assert matmul.mma == ("wgmma" if arch == "sm_90" else "mma"), matmul.summary  # tensor cores, not FMA loops
 
 
+def test_the_compile_child_gets_the_key_it_would_work_out_itself():
+    """Each compile child takes its parent's key for the Triton installation instead of hashing it
+    again. That is sound only if the parent, with the interpreter on, works out the same key as a
+    compiling process does; and the child must really use the key it is given."""
+    import subprocess
+    import sys
+
+    from course_utils import gpu_build
+    from course_utils.kernels import triton_installation_key
+
+    key = triton_installation_key()
+    assert key.startswith(triton.__version__), key[:80]
+    own = "import triton.runtime.cache as c; print(c.triton_key())"
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    worked_out = subprocess.run([sys.executable, "-P", "-c", own], capture_output=True, text=True, env=env, check=True)
+    assert worked_out.stdout.strip() == key
+    given = (
+        "import runpy, sys, triton.runtime.cache as c; runpy.run_path(sys.argv[1])['reuse_installation_key']('k1'); print(c.triton_key())"
+    )
+    taken = subprocess.run([sys.executable, "-P", "-c", given, gpu_build.__file__], capture_output=True, text=True, env=env)
+    assert taken.stdout.strip() == "k1", taken.stderr[-2000:]
+
+
 @pytest.mark.skipif(ON_GPU, reason="the interpreter path is the CPU path: a GPU launch compiles first")
 def test_a_kernel_the_interpreter_runs_but_no_gpu_compiles_is_caught():
     from course_utils.checks import check_builds_for_gpu

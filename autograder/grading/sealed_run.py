@@ -260,6 +260,10 @@ def preload() -> Any:
         import triton  # noqa: F401 - notebook 07's kernels, in the interpreter
     except ImportError:
         pass
+    else:
+        from course_utils.kernels import triton_installation_key
+
+        triton_installation_key()  # hashed once here: every compile for a GPU check reuses it
     shell = make_shell()
     shell.enable_matplotlib("inline")  # figures become display outputs after each cell
     return shell
