@@ -1,10 +1,10 @@
-"""The child process that compiles kernels for a GPU: ``python -P course_utils/gpu_build.py < request.json``.
+"""The child process that compiles kernels for a GPU: ``python -P course_utils/gpu_build.py``, a request per line.
 
 Triton must be imported *without* its interpreter to compile: imported with ``TRITON_INTERPRET=1``
 (as notebooks do on a CPU), its own library functions (``tl.sum``, ``tl.max``) are interpreted
 ones, and compiling a kernel that calls them fails and leaves ``triton.language`` patched. So
-``course_utils.kernels`` sends each kernel's source here, to a fresh process, and reads back one
-JSON result per job.
+``course_utils.gpu_compiler`` keeps one such process for a notebook's checks, sends each kernel's
+source here, and reads back one JSON result per job.
 """
 
 from __future__ import annotations
@@ -102,9 +102,14 @@ def reuse_installation_key(key: str) -> None:
 
 
 def main() -> int:
-    request = json.load(sys.stdin)  # {"triton_key": ..., "jobs": [...]}
-    reuse_installation_key(request.get("triton_key", ""))
-    json.dump([build(job) for job in request["jobs"]], sys.stdout)
+    """Answer each request line (``{"triton_key": ..., "jobs": [...]}``) with a line of results, until stdin closes."""
+    answers = os.fdopen(os.dup(1), "w")
+    os.dup2(2, 1)  # what Triton or a kernel's source prints goes to stderr, never into the answers
+    for line in sys.stdin:
+        request = json.loads(line)
+        reuse_installation_key(request.get("triton_key", ""))
+        answers.write(json.dumps([build(job) for job in request["jobs"]]) + "\n")
+        answers.flush()
     return 0
 
 

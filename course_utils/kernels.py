@@ -23,10 +23,7 @@ from __future__ import annotations
 import ast
 import contextlib
 import inspect
-import json
 import os
-import subprocess
-import sys
 import textwrap
 import types
 from collections.abc import Callable, Iterator
@@ -35,6 +32,7 @@ from typing import Any
 
 import torch
 
+from . import gpu_compiler
 from .gpu_build import ARCHES  # one table of targets, shared with the compiler process
 
 DEFAULT_WARPS, DEFAULT_STAGES = 4, 3  # Triton's own defaults for a launch that names none
@@ -433,8 +431,8 @@ def triton_installation_key() -> str:
     """Triton's key for its own installation, which begins every compile's cache key ('' if unknown).
 
     Working it out hashes Triton's sources and its compiler library (about 0.4 s); Triton keeps
-    it for the life of a process, and each compile child is a new process. So it is worked out
-    here, once, and handed to every child: the sealed runner does it before it forks.
+    it for the life of a process, and a compile child is a new process. So it is worked out
+    here, once, and handed to the child: the sealed runner does it before it forks.
     """
     try:
         from triton.runtime import cache
@@ -445,28 +443,16 @@ def triton_installation_key() -> str:
 
 
 def run_builds(jobs: list[dict[str, Any]]) -> list[GpuBuild]:
-    """Compile the jobs in a fresh Python without Triton's interpreter (see ``course_utils.gpu_build``)."""
+    """Compile the jobs in a Python without Triton's interpreter (``course_utils.gpu_compiler``)."""
     if not jobs:
         return []
-    environment = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    environment["TRITON_DEFAULT_FP_FUSION"] = "1"
-    # Run as a script, not ``-m course_utils.gpu_build``: the package imports torch, which costs a fresh
-    # process about 1.6 s of its 2. -P keeps this folder off sys.path (its modules are not Triton's).
-    script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "gpu_build.py")
-    result = subprocess.run(
-        [sys.executable, "-P", script],
-        input=json.dumps({"triton_key": triton_installation_key(), "jobs": jobs}),
-        capture_output=True,
-        text=True,
-        env=environment,
-        timeout=600,
-    )
-    if result.returncode != 0:
-        reason = (result.stderr.strip().splitlines() or ["no output"])[-1]
+    try:
+        found = gpu_compiler.compile_request({"triton_key": triton_installation_key(), "jobs": jobs})
+    except gpu_compiler.CompilerFailed as failed:
         return [
-            GpuBuild(job["name"], job["arch"], False, error=f"the compiler process failed: {reason}", config=job["config"]) for job in jobs
+            GpuBuild(job["name"], job["arch"], False, error=f"the compiler process failed: {failed}", config=job["config"]) for job in jobs
         ]
-    return [GpuBuild(**found) for found in json.loads(result.stdout)]
+    return [GpuBuild(**result) for result in found]
 
 
 def build_for_gpu(kernel: Any, args: tuple, kwargs: dict[str, Any], arch: str = "sm_90") -> list[GpuBuild]:

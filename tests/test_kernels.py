@@ -137,6 +137,33 @@ def test_solution_kernels_compile_for_gpus_without_spills(solution, arch):
     assert matmul.mma == ("wgmma" if arch == "sm_90" else "mma"), matmul.summary  # tensor cores, not FMA loops
 
 
+def test_one_compile_child_serves_every_check_and_one_that_dies_fails_only_its_own(solution):
+    """The compile child is kept between checks; one that dies fails the builds it was given,
+    with why, and the next check starts a new one."""
+    from course_utils import gpu_compiler
+    from course_utils.kernels import build_jobs, capturing_launches, run_builds
+
+    with capturing_launches() as launches:
+        solution.vector_add(torch.ones(100), torch.ones(100))
+    [job] = [job for one in launches for job in build_jobs(one.kernel, one.args, one.kwargs, "sm_90")]
+    gpu_compiler.close()
+    try:
+        first = run_builds([job])
+        pid = gpu_compiler._child.pid
+        assert run_builds([job]) == first and first[0].compiled, first[0].summary
+        assert gpu_compiler._child.pid == pid, "a second check started a second child"
+
+        dying = {**job, "source": "import os, sys\nprint('compiler gone', file=sys.stderr)\nos._exit(3)"}
+        [failed] = run_builds([dying])
+        assert not failed.compiled and failed.error == "the compiler process failed: compiler gone", failed.error
+        assert not gpu_compiler.running()
+        [again] = run_builds([job])
+        assert again == first[0] and gpu_compiler._child.pid != pid
+    finally:
+        gpu_compiler.close()
+    assert not gpu_compiler.running()
+
+
 def test_the_compile_child_gets_the_key_it_would_work_out_itself():
     """Each compile child takes its parent's key for the Triton installation instead of hashing it
     again. That is sound only if the parent, with the interpreter on, works out the same key as a

@@ -143,6 +143,34 @@ def test_a_forged_frame_invalidates_its_own_run_only(forged: bytes) -> None:
     assert printed("print(json.dumps({'next': True}))") == {"next": True}
 
 
+COMPILES_AND_LEAVES_A_SLEEPER = """
+import subprocess
+import torch
+from course_utils import gpu_compiler
+from course_utils.kernels import build_for_gpu, tl, triton
+
+@triton.jit
+def double(x_ptr, n, BLOCK: tl.constexpr):
+    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(x_ptr + offsets, 2 * tl.load(x_ptr + offsets, mask=offsets < n), mask=offsets < n)
+
+builds = build_for_gpu(double, (torch.zeros(10), 10), {"BLOCK": 16}) + build_for_gpu(double, (torch.zeros(10), 10), {"BLOCK": 32})
+subprocess.Popen(['sleep', '1000'], start_new_session=True)
+print(json.dumps({'compiled': [b.compiled for b in builds], 'child': gpu_compiler.running()}))
+"""
+
+
+def test_the_compile_child_of_gpu_checks_is_not_a_leftover_but_a_sleeper_is() -> None:
+    notebook = nbformat.v4.new_notebook(
+        cells=[nbformat.v4.new_code_cell("import json"), nbformat.v4.new_code_cell(COMPILES_AND_LEAVES_A_SLEEPER)]
+    )
+    run = run_sealed(notebook, [], LIMITS)
+    assert run.ended == "completed", run.ended
+    text = "".join(o.get("text", "") for o in run.outputs[1] if o.get("output_type") == "stream")
+    assert json.loads(text.strip().splitlines()[-1]) == {"compiled": [True, True], "child": True}, text
+    assert run.leftover_processes == 1, "the sleeper alone is left: the compile child is stopped before the count"
+
+
 def test_a_cell_that_kills_its_process_ends_the_run_and_the_runner_carries_on() -> None:
     notebook = nbformat.v4.new_notebook(
         cells=[nbformat.v4.new_code_cell("print('before')"), nbformat.v4.new_code_cell("import os\nos._exit(3)")]

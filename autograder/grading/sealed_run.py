@@ -34,6 +34,7 @@ Everything the grandchild writes is untrusted: the code beside it could have wri
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import json
 import os
@@ -328,6 +329,10 @@ def _grandchild(shell: Any, request_fd: int, out: int, sealed: bool, scratch: st
         os.environ.update(HOME=f"{root}/home", MPLCONFIGDIR=f"{root}/matplotlib", COURSE_RECORD_FILE=f"{root}/.course-record")
         os.chdir(f"{root}/work")
         run_cells(shell, request, out)
+        compiler = sys.modules.get("course_utils.gpu_compiler")
+        if compiler is not None:
+            with contextlib.suppress(Exception):  # a notebook that broke it is counted below with what it left
+                compiler.close()  # the compile child kept for the GPU checks is the course's, not a leftover
         if sealed:
             left = leftover_processes()
     except Exception as problem:  # noqa: BLE001 - said in the end frame, never raised into the runner

@@ -1,0 +1,106 @@
+"""The compile child: one Python without Triton's interpreter, kept while this process needs it.
+
+Compiling for a GPU cannot happen in a process whose Triton runs in the interpreter (see
+``course_utils.gpu_build``), so it happens in a child. Starting a child and importing Triton
+costs about 0.2 s, paid once here instead of at every check: the child answers one request per
+line until its input closes. It leaves with this process, and ``close`` stops it sooner (a sealed
+run does, before it counts the processes a notebook left behind).
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import json
+import os
+import select
+import subprocess
+import sys
+import tempfile
+import threading
+from typing import IO, Any
+
+SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "gpu_build.py")
+ANSWER_TIMEOUT_S = 600
+
+
+class CompilerFailed(RuntimeError):
+    """The child died or did not answer; the message is the last line it wrote to stderr."""
+
+
+_lock = threading.Lock()
+_child: subprocess.Popen | None = None
+_errors: IO[bytes] | None = None  # the child's stderr, read back when it fails
+
+
+def _start() -> tuple[subprocess.Popen, IO[bytes]]:
+    environment = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    environment["TRITON_DEFAULT_FP_FUSION"] = "1"
+    errors = tempfile.TemporaryFile()
+    # Run as a script, not ``-m course_utils.gpu_build``: the package imports torch, which costs a fresh
+    # process about 1.6 s. -P keeps this folder off sys.path (its modules are not Triton's).
+    child = subprocess.Popen([sys.executable, "-P", SCRIPT], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=errors, env=environment)
+    return child, errors
+
+
+def _why_it_ended() -> str:
+    """The last line the child wrote to stderr, or its exit code."""
+    assert _child is not None and _errors is not None
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        _child.wait(timeout=5)
+    _errors.seek(0)
+    lines = _errors.read().decode(errors="replace").strip().splitlines()
+    return lines[-1] if lines else f"it exited with code {_child.returncode}"
+
+
+def compile_request(request: dict[str, Any]) -> list[dict[str, Any]]:
+    """The child's answer to one request (``{"triton_key": ..., "jobs": [...]}``): one result per job."""
+    global _child, _errors
+    with _lock:
+        if _child is None or _child.poll() is not None:
+            _stop()
+            _child, _errors = _start()
+        assert _child.stdin is not None and _child.stdout is not None
+        line, answered = b"", False
+        try:
+            _child.stdin.write(json.dumps(request).encode() + b"\n")
+            _child.stdin.flush()
+            answered = bool(select.select([_child.stdout], [], [], ANSWER_TIMEOUT_S)[0])
+            line = _child.stdout.readline() if answered else b""
+        except OSError:
+            answered = True  # the child had gone: its pipe was closed
+        if not line:
+            reason = _why_it_ended() if answered else f"no answer in {ANSWER_TIMEOUT_S} s"
+            _stop()
+            raise CompilerFailed(reason)
+        return json.loads(line)
+
+
+def _stop() -> None:
+    global _child, _errors
+    if _child is not None:
+        with contextlib.suppress(OSError):
+            _child.stdin.close()  # the child's signal to leave
+        try:
+            _child.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            _child.kill()
+            _child.wait()
+        with contextlib.suppress(OSError):
+            _child.stdout.close()
+    if _errors is not None:
+        _errors.close()
+    _child = _errors = None
+
+
+def close() -> None:
+    """Stop the child, if one is running; the next request starts a new one."""
+    with _lock:
+        _stop()
+
+
+def running() -> bool:
+    return _child is not None and _child.poll() is None
+
+
+atexit.register(close)
