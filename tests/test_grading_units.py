@@ -95,7 +95,9 @@ def test_a_free_worker_keeps_to_the_assignments_it_has_set_up() -> None:
 
 def test_chunks_are_small_enough_to_keep_every_worker_busy() -> None:
     # A cluster: few network round trips, yet four tasks per worker at least.
-    assert chunk_size(12, 2) == 1 and chunk_size(40, 2) == 4 and chunk_size(1000, 2) == 4 and chunk_size(1, 8) == 1
+    cluster = dict(local=False)
+    assert chunk_size(12, 2, **cluster) == 1 and chunk_size(40, 2, **cluster) == 4 and chunk_size(1000, 2, **cluster) == 4
+    assert chunk_size(1, 8, **cluster) == 1
     # This machine's pool: a task costs little, so one submission each and no tail.
     assert chunk_size(40, 2, local=True) == chunk_size(1000, 2, local=True) == 1
 
@@ -153,7 +155,7 @@ def test_every_worker_is_checked_after_its_last_grade_and_every_submission_grade
     todo = _class({"01_a": 9, "02_b": 5, "03_c": 6})
     with ThreadPoolExecutor(2) as executor:
         batch = _Batch([])
-        results = list(_in_pool(executor, 2, batch, todo, _Bar()))
+        results = list(_in_pool(executor, 2, batch, todo, _Bar(), local=True))
     assert sorted((r.submission.student, r.submission.assignment) for r in results) == sorted((s.student, s.assignment) for s in todo)
     for worker in {w for kind, w, _ in batch.log if kind == "graded"}:
         last_grade = max(i for i, (kind, w, _) in enumerate(batch.log) if kind == "graded" and w == worker)
@@ -164,11 +166,11 @@ def test_each_assignment_is_checked_once_per_run_before_grading() -> None:
     todo = _class({"01_a": 9, "02_b": 5, "03_c": 6})
     with ThreadPoolExecutor(2) as executor:
         batch = _Batch([])
-        list(_in_pool(executor, 2, batch, todo, _Bar()))
+        list(_in_pool(executor, 2, batch, todo, _Bar(), local=True))
     starts = [assignment for kind, _, assignment in batch.log if kind == "start check"]
     assert sorted(starts) == ["01_a", "02_b", "03_c"], batch.log  # once each, not once per worker
 
 
 def test_a_failed_end_check_stops_the_pool_run() -> None:
     with ThreadPoolExecutor(2) as executor, pytest.raises(HealthCheckFailed):
-        list(_in_pool(executor, 2, _Batch([], check_fails=True), _class({"01_a": 3}), _Bar()))
+        list(_in_pool(executor, 2, _Batch([], check_fails=True), _class({"01_a": 3}), _Bar(), local=True))

@@ -228,10 +228,10 @@ def _run(batch: GradingBatch, todo: list[Submission], *, jobs: int, scheduler: s
             yield from _in_pool(executor, workers, batch, todo, bar, local=scheduler is None)
 
 
-def _in_pool(executor, workers: int, batch: GradingBatch, todo: list[Submission], bar, local: bool = True) -> Iterator[Graded]:
+def _in_pool(executor, workers: int, batch: GradingBatch, todo: list[Submission], bar, *, local: bool) -> Iterator[Graded]:
     """Grade ``todo`` on ``workers`` pool (``local``) or cluster workers; then each must pass its end-of-run health check."""
     batch = replace(batch, run_id=uuid.uuid4().hex)  # each worker keeps one course for all its tasks
-    queue = ChunkQueue.of(todo, chunk_size(len(todo), workers, local))
+    queue = ChunkQueue.of(todo, chunk_size(len(todo), workers, local=local))
     # One task per worker at a time: the worker that finishes is the one free to take the next,
     # so it gets more of what it has already set up (autograder.grading.scheduling).
     futures: dict = {}  # future -> the assignment of its chunk, or None for an end-of-run health check

@@ -20,7 +20,7 @@ from .models import Submission
 CHUNK_MAX = 4  # submissions per task on a cluster: small, so that no worker is left alone with a long tail
 
 
-def chunk_size(submissions: int, workers: int, local: bool = False) -> int:
+def chunk_size(submissions: int, workers: int, *, local: bool) -> int:
     """One submission per task in a local pool; on a cluster four tasks per worker at least, and at most ``CHUNK_MAX`` in one."""
     if local:
         return 1
