@@ -64,7 +64,8 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log):  # noqa: ANN201 - x
 
 @pytest.fixture(scope="session", autouse=True)
 def no_kernel_outlives_the_session() -> Iterator[None]:
-    """Every Jupyter kernel a test starts (nbclient, nbgrader, the sealed runs) is shut down by it.
+    """Every Jupyter kernel a test starts (nbclient, nbgrader, the sealed runs) is shut down by it, and so
+    is every compile child of the GPU checks (``stop_the_compile_child``).
 
     Torn down last, after every other session fixture: a kernel still running then was left behind.
     """
@@ -75,7 +76,7 @@ def no_kernel_outlives_the_session() -> Iterator[None]:
         found = []
         for process in psutil.Process().children(recursive=True):
             with contextlib.suppress(psutil.Error):
-                if any("ipykernel" in part for part in process.cmdline()):
+                if any("ipykernel" in part or part.endswith("gpu_build.py") for part in process.cmdline()):
                     found.append(process)
         return found
 
@@ -84,6 +85,17 @@ def no_kernel_outlives_the_session() -> Iterator[None]:
         with contextlib.suppress(psutil.Error):
             process.kill()
     assert not left, f"{len(left)} kernel(s) outlived the tests that started them: {[p.pid for p in left]}"
+
+
+@pytest.fixture(autouse=True)
+def stop_the_compile_child() -> Iterator[None]:
+    """A test that compiled for a GPU in this process leaves no compile child running after it."""
+    yield
+    import sys
+
+    compiler = sys.modules.get("course_utils.gpu_compiler")
+    if compiler is not None:
+        compiler.close()
 
 
 @pytest.fixture(scope="session")
