@@ -28,14 +28,22 @@ class CompilerFailed(RuntimeError):
     """The child died or did not answer; the message is the last line it wrote to stderr."""
 
 
+CLOSE_WAIT_S = 10  # how long close() waits for a request in flight before it kills the child anyway
+
 _lock = threading.Lock()
 _child: subprocess.Popen | None = None
 _errors: IO[bytes] | None = None  # the child's stderr, read back when it fails
+_started_with: dict[str, str] = {}  # the environment the child was started with
 
 
-def _start() -> tuple[subprocess.Popen, IO[bytes]]:
+def _environment() -> dict[str, str]:
+    """The child's environment: this process's now, without the interpreter."""
     environment = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
     environment["TRITON_DEFAULT_FP_FUSION"] = "1"
+    return environment
+
+
+def _start(environment: dict[str, str]) -> tuple[subprocess.Popen, IO[bytes]]:
     errors = tempfile.TemporaryFile()
     # Run as a script, not ``-m course_utils.gpu_build``: the package imports torch, which costs a fresh
     # process about 1.6 s. -P keeps this folder off sys.path (its modules are not Triton's).
@@ -55,11 +63,14 @@ def _why_it_ended() -> str:
 
 def compile_request(request: dict[str, Any]) -> list[dict[str, Any]]:
     """The child's answer to one request (``{"triton_key": ..., "jobs": [...]}``): one result per job."""
-    global _child, _errors
+    global _child, _errors, _started_with
     with _lock:
-        if _child is None or _child.poll() is not None:
+        environment = _environment()
+        # A child that died, or that a change of environment (a Triton setting, say) has made stale, is replaced.
+        if _child is None or _child.poll() is not None or environment != _started_with:
             _stop()
-            _child, _errors = _start()
+            _child, _errors = _start(environment)
+            _started_with = environment
         assert _child.stdin is not None and _child.stdout is not None
         line, answered = b"", False
         try:
@@ -94,9 +105,18 @@ def _stop() -> None:
 
 
 def close() -> None:
-    """Stop the child, if one is running; the next request starts a new one."""
-    with _lock:
-        _stop()
+    """Stop the child, if one is running; the next request starts a new one.
+
+    A request still in flight after ``CLOSE_WAIT_S`` (a thread stuck in a compile) does not keep
+    the child alive: it is killed, and that request fails.
+    """
+    if _lock.acquire(timeout=CLOSE_WAIT_S):
+        try:
+            _stop()
+        finally:
+            _lock.release()
+    elif (child := _child) is not None:
+        child.kill()
 
 
 def running() -> bool:

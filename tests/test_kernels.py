@@ -137,9 +137,9 @@ def test_solution_kernels_compile_for_gpus_without_spills(solution, arch):
     assert matmul.mma == ("wgmma" if arch == "sm_90" else "mma"), matmul.summary  # tensor cores, not FMA loops
 
 
-def test_one_compile_child_serves_every_check_and_one_that_dies_fails_only_its_own(solution):
+def test_one_compile_child_serves_every_check_and_one_that_dies_fails_only_its_own(solution, monkeypatch):
     """The compile child is kept between checks; one that dies fails the builds it was given,
-    with why, and the next check starts a new one."""
+    with why, and the next check starts a new one, as does a change of environment."""
     from course_utils import gpu_compiler
     from course_utils.kernels import build_jobs, capturing_launches, run_builds
 
@@ -159,6 +159,9 @@ def test_one_compile_child_serves_every_check_and_one_that_dies_fails_only_its_o
         assert not gpu_compiler.running()
         [again] = run_builds([job])
         assert again == first[0] and gpu_compiler._child.pid != pid
+        pid = gpu_compiler._child.pid
+        monkeypatch.setenv("TRITON_ALWAYS_COMPILE", "1")  # what the child must see, as a fresh process would
+        assert run_builds([job]) == first and gpu_compiler._child.pid != pid
     finally:
         gpu_compiler.close()
     assert not gpu_compiler.running()
