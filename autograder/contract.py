@@ -273,3 +273,24 @@ def _test_cell_problems(cell: dict[str, Any]) -> list[str]:
     if "load_solution" in visible:
         found.append(f"{where}: only hidden tests may load the solution")
     return found
+
+
+def cells_tested_by(notebook: dict[str, Any]) -> dict[str, set[str]]:
+    """test grade id -> the graded cells whose names the test cell uses (carried and showcase cells are not graded here).
+
+    What a test reaches through a stand-in does not count: a stood-in name is used by the stand-in's key
+    (``{"DecoderBlock": ReferenceBlock}``), not as a name.
+    """
+    owner = {}
+    for cell in notebook["cells"]:
+        if is_solution_cell(cell) and not is_carried(cell) and not is_showcase(cell):
+            tree = ast.parse(cell_source(cell))
+            for node in tree.body:
+                if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+                    owner[node.name] = nbgrader_meta(cell)["grade_id"]
+    tested = {}
+    for cell in notebook["cells"]:
+        if is_test_cell(cell):
+            names = {node.id for node in ast.walk(ast.parse(cell_source(cell))) if isinstance(node, ast.Name)}
+            tested[nbgrader_meta(cell)["grade_id"]] = {owner[name] for name in names if name in owner}
+    return tested

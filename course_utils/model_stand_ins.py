@@ -76,9 +76,10 @@ class ReferenceBlock(nn.Module):
     Shapes: x [B, T, D] -> [B, T, D]; the cache holds keys and values [B, H, T_cached, D / H] after RoPE.
     """
 
-    def __init__(self, d_model: int, num_heads: int, use_rope: bool = True):
+    def __init__(self, d_model: int, num_heads: int, use_rope: bool = True, attention=None, random_norms: bool = False):
         super().__init__()
         self.num_heads, self.use_rope = num_heads, use_rope
+        self.attention = attention  # None: masked attention by PyTorch; else attention(q, k, v, is_causal=True), as DecoderBlock
         self.norm1 = nn.LayerNorm(d_model)
         self.qkv = nn.Linear(d_model, 3 * d_model)
         self.out_proj = nn.Linear(d_model, d_model)
@@ -86,6 +87,11 @@ class ReferenceBlock(nn.Module):
         self.mlp = nn.Sequential(nn.Linear(d_model, 4 * d_model), nn.GELU(), nn.Linear(4 * d_model, d_model))
         self.cache_k: torch.Tensor | None = None
         self.cache_v: torch.Tensor | None = None
+        if random_norms:  # freshly made, the two layer norms are the same function: a block that swaps them would pass
+            with torch.no_grad():
+                for norm in (self.norm1, self.norm2):
+                    norm.weight.uniform_(0.5, 1.5)
+                    norm.bias.normal_(0.0, 0.2)
 
     def clear_cache(self) -> None:
         """Forget the cached keys and values."""
@@ -101,13 +107,16 @@ class ReferenceBlock(nn.Module):
         q, k, v = (t.view(B, T, self.num_heads, D // self.num_heads).transpose(1, 2) for t in self.qkv(self.norm1(x)).chunk(3, dim=-1))
         if self.use_rope:
             positions = torch.arange(start_pos, start_pos + T, device=x.device)
-            q, k = torch_rope(q, positions), torch_rope(k, positions)
+            q, k = rope(q, positions), rope(k, positions)  # by these names, so course_utils.composite_steps can trace them
         if use_cache:
             if self.cache_k is not None:
                 k, v = torch.cat([self.cache_k, k], dim=-2), torch.cat([self.cache_v, v], dim=-2)
             self.cache_k, self.cache_v = k, v
-        allowed = torch.ones(T, k.shape[-2], dtype=torch.bool, device=x.device).tril(k.shape[-2] - T)  # bottom-right
-        out = _sdpa(q, k, v, attn_mask=allowed)
+        if self.attention is None:
+            allowed = torch.ones(T, k.shape[-2], dtype=torch.bool, device=x.device).tril(k.shape[-2] - T)  # bottom-right
+            out, _ = scaled_dot_product_attention(q, k, v, attn_mask=allowed)
+        else:
+            out = self.attention(q, k, v, is_causal=True)
         x = x + self.out_proj(out.transpose(1, 2).reshape(B, T, D))
         return x + self.mlp(self.norm2(x))
 
@@ -157,7 +166,24 @@ def greedy_by_recomputation(model: nn.Module, prompt: torch.Tensor, n_new: int) 
     return tokens, torch.stack(chosen_from, dim=1)
 
 
+# The names ReferenceBlock calls its pieces by (course_utils.composite_steps traces them there, as in a notebook).
+rope = torch_rope
+
+
+def scaled_dot_product_attention(
+    Q: torch.Tensor, K: torch.Tensor, V: torch.Tensor, attn_mask: torch.Tensor | None = None
+) -> tuple[torch.Tensor, None]:
+    """``F.scaled_dot_product_attention`` with notebook 04's return convention (its weights are not computed).
+
+    Returns:
+        (output [..., T_q, d_v], None).
+    """
+    return _sdpa(Q, K, V, attn_mask=attn_mask), None
+
+
 ROPE_STAND_IN = {"rope": torch_rope}
 MASKED_ATTENTION_STAND_IN = {"scaled_dot_product_attention": torch_masked_attention}  # notebook 04's, carried into 09
 # Everything a decoder block of notebook 09 calls that another function grades: carried pieces and rope.
 BLOCK_STAND_INS = {**CAUSAL_MASK_STAND_IN, **HEADS_STAND_IN, **MASKED_ATTENTION_STAND_IN, **ROPE_STAND_IN}
+# Training tests only the training step: the reference block (its parameters made in DecoderBlock's order) stands in too.
+TRAINING_STAND_INS = {**BLOCK_STAND_INS, "DecoderBlock": ReferenceBlock}

@@ -123,10 +123,23 @@ def torch_flash_attention_triton(
     return O, scores_logsumexp(Q, K, is_causal, scale).float()
 
 
+def torch_softmax_backward(P: torch.Tensor, dP: torch.Tensor) -> torch.Tensor:
+    """Notebook 08's ``softmax_backward`` by autograd: dS for weights P = softmax(S) and the upstream gradient dP.
+
+    The scores are recovered as log P (the softmax of log P is P again), and autograd differentiates
+    ``torch.softmax`` at them. Returns dS [..., T_k]; a masked key (P = 0) gets 0.
+    """
+    with torch.enable_grad():
+        scores = P.detach().log().requires_grad_()
+        (grad,) = torch.autograd.grad(torch.softmax(scores, dim=-1), scores, dP)
+    return grad.nan_to_num(0.0)
+
+
 SOFTMAX_STAND_IN = {"softmax": torch_softmax}
 SCORES_STAND_IN = {"dot_product_scores": torch_dot_product_scores}
 ATTENTION_STAND_IN = {"dot_product_attention": torch_dot_product_attention}
 CAUSAL_MASK_STAND_IN = {"causal_mask": torch_causal_mask}
 HEADS_STAND_IN = {"split_heads": torch_split_heads, "merge_heads": torch_merge_heads}
+SOFTMAX_BACKWARD_STAND_IN = {"softmax_backward": torch_softmax_backward}  # notebook 08's, inside attention_backward
 FLASH_FORWARD_STAND_IN = {"flash_attention_forward": torch_flash_forward}  # notebook 07's forward, carried into 08
 FLASH_TRITON_STAND_IN = {"flash_attention_triton": torch_flash_attention_triton}  # 07's kernel and launcher, carried into 08

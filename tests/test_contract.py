@@ -6,8 +6,9 @@ import json
 
 import pytest
 
-from autograder.contract import problems
+from autograder.contract import cells_tested_by, problems
 from autograder.course import list_assignments
+from autograder.mistakes import CHARGED_THROUGH, MISTAKES
 from autograder.settings import SOLUTIONS_DIR
 
 
@@ -130,3 +131,26 @@ def test_a_carried_cell_may_hold_a_kernel_and_its_launcher_graded_earlier(tmp_pa
     for grade_id in ("k_one", "run_one_alone", "run_two_twice"):  # not the launcher's name; a kernel it never launches; two pairs
         assert f"carried cell {grade_id}: must define the one function {grade_id}" in " ".join(found), grade_id
     assert not [p for p in found if "graded function run_" in p or "graded function k_" in p]  # graded earlier, not here
+
+
+def test_a_mistake_costs_points_only_on_the_tests_of_its_own_function() -> None:
+    # One bug, one charge: every other graded piece a test reaches is stood in by a reference, so a catalogued
+    # mistake may lose only the tests that use its cell's names, or those CHARGED_THROUGH declares (with a reason).
+    found = []
+    for assignment, mistakes in MISTAKES.items():
+        tested = cells_tested_by(json.loads((SOLUTIONS_DIR / assignment / f"{assignment}.ipynb").read_text()))
+        for mistake in mistakes:
+            allowed = {mistake.cell, CHARGED_THROUGH.get((assignment, mistake.cell), ("",))[0]}
+            found += [(assignment, mistake.name, test) for test in mistake.loses if not tested.get(test, set()) & allowed]
+    assert not found, f"mistakes charged on another function's tests (stand a reference in there): {found}"
+
+
+def test_the_charge_check_sees_a_test_that_runs_another_graded_function() -> None:
+    notebook = json.loads((SOLUTIONS_DIR / "09_language_model" / "09_language_model.ipynb").read_text())
+    tested = cells_tested_by(notebook)
+    assert tested["test_copy_task_learned"] == {"train_copy_model"}, "the training test reaches the block only through a stand-in"
+    assert tested["test_decoder_block_kv_cache"] == {"DecoderBlock"}
+    # Had the training test still built the student's TinyLM (the DecoderBlock cell), the block's mistakes could cost it.
+    [cell] = [c for c in notebook["cells"] if c.get("metadata", {}).get("nbgrader", {}).get("grade_id") == "test_copy_task_learned"]
+    cell["source"] = "".join(cell["source"]) + "\nlm = call(TinyLM, 20)\nassert lm is not None\n"
+    assert cells_tested_by(notebook)["test_copy_task_learned"] == {"train_copy_model", "DecoderBlock"}

@@ -5,10 +5,12 @@ from __future__ import annotations
 import nbformat
 import torch
 
-from autograder.grading.misconceptions import _close, section_of
+from autograder.grading.misconceptions import _close, _reproduces, section_of
 from autograder.grading.models import MISCONCEPTION_SEPARATOR
 from autograder.mistakes import MISTAKES
 from autograder.settings import SOLUTIONS_DIR
+from course_utils import recording
+from course_utils.reference import solution_cells
 
 
 def test_results_compare_to_the_tolerance_of_their_dtype() -> None:
@@ -32,3 +34,28 @@ def test_the_section_to_revisit_is_the_heading_above_the_function() -> None:
 
 def test_no_catalogued_name_holds_the_separator_of_tests_csv() -> None:
     assert not [m.name for mistakes in MISTAKES.values() for m in mistakes if MISCONCEPTION_SEPARATOR in m.name]
+
+
+def _softmax_call(logits: torch.Tensor, student_result: torch.Tensor) -> recording.Replayed:
+    """A recorded call of 01's softmax on ``logits``, as the trusted pass keeps it."""
+    return recording.Replayed("name:softmax", None, (logits,), {}, None, (), None, recording.CallOutcome("value", value=student_result))
+
+
+def test_a_mistake_is_named_only_on_a_call_that_tells_it_from_a_right_answer() -> None:
+    assignment = "01_soft_dictionary_lookup"
+    source = nbformat.read(SOLUTIONS_DIR / assignment / f"{assignment}.ipynb", as_version=4)
+    cell = solution_cells(source)["softmax"]
+    global_max = next(m for m in MISTAKES[assignment] if m.name == "softmax subtracts one global max instead of each row's")
+    # Rows of modest logits: one global max gives the right weights, so a right answer matches the mistake here.
+    small = torch.tensor([[0.5, -1.0, 2.0], [1.0, 0.0, -0.5]], dtype=torch.float64)
+    right = torch.softmax(small, dim=-1)
+    assert not _reproduces(assignment, global_max, cell, [_softmax_call(small, right)]), "named on a call where it is right"
+    # Rows a thousand apart: the row far below the global max underflows to 0/0 = NaN under the mistake.
+    apart = torch.tensor([[0.5, -1.0, 2.0], [-1000.0, -1001.0, -999.0]], dtype=torch.float64)
+    wrong = torch.exp(apart - apart.max())
+    wrong = wrong / wrong.sum(dim=-1, keepdim=True)
+    assert wrong.isnan().any() and not torch.softmax(apart, dim=-1).isnan().any()
+    calls = [_softmax_call(small, right), _softmax_call(apart, wrong)]
+    assert _reproduces(assignment, global_max, cell, calls), "the distinguishing call is the mistake's result"
+    # The right answer on the distinguishing input names nothing.
+    assert not _reproduces(assignment, global_max, cell, [_softmax_call(small, right), _softmax_call(apart, torch.softmax(apart, -1))])

@@ -94,30 +94,46 @@ def _module(assignment: str, mistake: Variant, solution_source: str) -> Any:
 
 
 def _reproduces(assignment: str, mistake: Variant, solution_source: str, calls: list[recording.Replayed]) -> bool:
-    """The mistake gives every comparable result of ``calls``, and at least one is comparable.
+    """The mistake gives every comparable result of ``calls``, and on at least one of them that result is wrong.
+
+    Only a call where the mistake's result differs from the solution's can tell the mistake from a
+    correct answer: where the two agree, the student's matching result is evidence of neither. So a
+    mistake is named only when some call distinguishes it (and the student's result there is the mistake's).
 
     For a mistake whose wrong values are undefined (``Variant.undefined_values``), a tensor result
     compares by where it is wrong, not by value: the student's wrong entries must all lie where the
-    mistake's output is wrong or left undefined (``_same_entries_wrong``).
+    mistake's output is wrong or left undefined (``_same_entries_wrong``), and some entry must be wrong.
     """
     try:
         module = _module(assignment, mistake, solution_source)
-        solution = load_solution(assignment) if mistake.undefined_values else None
+        solution = load_solution(assignment)
     except Exception:  # noqa: BLE001 - a mistake that cannot even load names nothing
         return False
     objects: dict[int, Any] = {}  # handle number in the record -> the mistake's object
-    compared = 0
+    solution_objects: dict[int, Any] = {}  # the same handles, made by the solution
+    distinguished = False
     for call in calls:
+        solution_agrees = _solution_gives(solution, solution_objects, call)  # run for every call: it makes the handles too
         try:
             same = _same_result(module, objects, call)
-            if not same and solution is not None:
-                same = _same_entries_wrong(module, solution, call)
+            if not same and mistake.undefined_values:
+                same = distinguishing = _same_entries_wrong(module, solution, call)
+            else:
+                distinguishing = same and not solution_agrees
         except _NotComparable:
             continue
         if not same:
             return False
-        compared += 1
-    return compared > 0
+        distinguished = distinguished or distinguishing
+    return distinguished
+
+
+def _solution_gives(solution: Any, objects: dict[int, Any], call: recording.Replayed) -> bool:
+    """The solution gives the student's result on this call too (so the call does not tell a mistake from it)."""
+    try:
+        return _same_result(solution, objects, call)
+    except _NotComparable:
+        return True  # no evidence either way: the call cannot be the one that distinguishes
 
 
 def _target(module: Any, objects: dict[int, Any], call: recording.Replayed) -> Any:

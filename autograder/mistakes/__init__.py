@@ -23,7 +23,7 @@ from . import (
 )
 from .variant import Variant
 
-__all__ = ["Variant", "MISTAKES", "CORRECT_VARIANTS"]
+__all__ = ["Variant", "MISTAKES", "CORRECT_VARIANTS", "CHARGED_THROUGH"]
 
 # assignment -> (mistakes, correct variants)
 MISTAKES: dict[str, list[Variant]] = {
@@ -47,4 +47,18 @@ CORRECT_VARIANTS: dict[str, list[Variant]] = {
     "07_fused_attention": fused_attention.CORRECT_VARIANTS,
     "08_flash_backward": flash_backward.CORRECT_VARIANTS,
     "09_language_model": language_model.CORRECT_VARIANTS,
+}
+
+# A mistake loses points only on tests that use its own cell's names (tests/test_contract.py checks the table),
+# except here: (assignment, the mistake's cell) -> (the cell whose tests it may also cost, why). autograder/CONTRACT.md
+# lists the same exceptions.
+CHARGED_THROUGH: dict[tuple[str, str], tuple[str, str]] = {
+    ("07_fused_attention", "softmax_row_kernel"): (
+        "softmax_rows",
+        "a kernel is graded through its launcher: its tests run it with the student's softmax_rows",
+    ),
+    ("07_fused_attention", "flash_attention_kernel"): (
+        "flash_attention_triton",
+        "a kernel is graded through its launcher: its tests run it with the student's flash_attention_triton",
+    ),
 }
