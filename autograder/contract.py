@@ -166,7 +166,8 @@ def is_carried(cell: dict[str, Any]) -> bool:
 
 def _carried_cell_problems(cell: dict[str, Any], path: Path) -> list[str]:
     """A carried cell holds one graded function of an earlier notebook, which the student pastes in:
-    one function, or a Triton kernel and the launcher that calls it (the grade id names the launcher).
+    one function, one autograd Function (its methods), or a Triton kernel and the launcher that calls it
+    (the grade id names the launcher).
 
     It is graded there, not here: tests of the functions that call it stand a PyTorch version in.
     Each name it defines must be defined by a graded solution cell of an earlier notebook, whatever
@@ -182,16 +183,17 @@ def _carried_cell_problems(cell: dict[str, Any], path: Path) -> list[str]:
     kernels = [node for node in functions if _is_kernel(node)]
     launchers = [node for node in functions if not _is_kernel(node)]
     one_function = len(tree.body) == 1 and [f.name for f in functions] == [grade_id]
+    one_autograd_function = len(tree.body) == 1 and _is_autograd_function(tree.body[0]) and tree.body[0].name == grade_id
     kernel_and_launcher = (
         len(tree.body) == 2
         and len(kernels) == 1
         and [f.name for f in launchers] == [grade_id]
         and _calls_name(launchers[0], kernels[0].name)
     )
-    if not (one_function or kernel_and_launcher):
+    if not (one_function or one_autograd_function or kernel_and_launcher):
         found.append(
-            f"{where}: must define the one function {grade_id} (or a @triton.jit kernel and its launcher {grade_id}, "
-            "which launches it) and nothing else"
+            f"{where}: must define the one function {grade_id} (or the autograd Function {grade_id}, or a @triton.jit "
+            f"kernel and its launcher {grade_id}, which launches it) and nothing else"
         )
     graded_earlier = _names_graded_before(path)
     for name in [f.name for f in functions] or [grade_id]:

@@ -25,6 +25,7 @@ from course_utils.reference import assignment_notebook
 
 from .authoring import stamp_course_cells
 from .course import list_assignments, scratch_course
+from .given_away import given_away
 from .settings import NOTEBOOKS_DIR, SOLUTIONS_DIR
 
 
@@ -81,7 +82,8 @@ def _release(solutions_dir: Path, notebooks_dir: Path) -> list[str]:
 
 
 def stale_notebooks(solutions_dir: Path = SOLUTIONS_DIR, notebooks_dir: Path = NOTEBOOKS_DIR) -> list[str]:
-    """Files under ``notebooks_dir`` that differ from a fresh release, are missing, or are extra."""
+    """Files under ``notebooks_dir`` that differ from a fresh release, are missing, or are extra; and any run of a
+    graded answer's code that a freshly released student notebook holds (``autograder.given_away``)."""
     with tempfile.TemporaryDirectory(prefix="release-check-") as tmp:
         fresh = Path(tmp) / "notebooks"
         generate(solutions_dir.resolve(), fresh)
@@ -99,6 +101,7 @@ def stale_notebooks(solutions_dir: Path = SOLUTIONS_DIR, notebooks_dir: Path = N
             for p in sorted(expected & actual)
             if not filecmp.cmp(fresh / p, notebooks_dir / p, shallow=False)
         ]
+        problems += [f"gives a graded answer away: {leak}" for leak in given_away(solutions_dir, fresh)]
     return problems
 
 

@@ -11,6 +11,7 @@ import nbformat
 
 from autograder.contract import problems
 from autograder.course import list_assignments
+from autograder.given_away import given_away
 from autograder.nbgrader_ext.discussion import WITHHELD_NOTE, RestoreDiscussions, WithholdDiscussion
 from autograder.nbgrader_ext.showcase import is_showcase
 from autograder.release import generate, stale_notebooks
@@ -135,3 +136,36 @@ def test_feedback_without_a_source_notebook_is_left_as_it_is(tmp_path) -> None:
     resources = {"nbgrader": {"assignment": "gone", "notebook": "gone", "student": "s"}}
     feedback, _ = RestoreDiscussions(source_dir=str(tmp_path)).preprocess(student, resources)
     assert [c.source for c in feedback.cells] == before
+
+
+def test_no_student_notebook_repeats_a_graded_answer() -> None:
+    # Given code, carried cells and later notebooks included (release --check reports the same list).
+    assert [str(leak) for leak in given_away(SOLUTIONS_DIR, NOTEBOOKS_DIR)] == []
+
+
+def test_a_later_notebook_that_hands_out_an_answer_is_caught(tmp_path) -> None:
+    for folder in (SOLUTIONS_DIR, NOTEBOOKS_DIR):
+        for name in ("08_flash_backward", "09_language_model"):
+            shutil.copytree(folder / name, tmp_path / folder.name / name)
+    page = tmp_path / "notebooks" / "09_language_model" / "09_language_model.ipynb"
+    notebook = nbformat.read(page, as_version=4)
+    # 08's graded FlashAttention.forward, handed out as given code (reindented, one comment added), and a training
+    # step's idiom, which every notebook may show.
+    notebook.cells.append(
+        nbformat.v4.new_code_cell(
+            "def forward(ctx, Q, K, V, is_causal, scale):\n"
+            "  O, L = flash_attention_forward(Q, K, V, is_causal=is_causal, scale=scale)  # the passes\n"
+            "  ctx.save_for_backward(Q, K, V, O, L)\n"
+            "  ctx.is_causal, ctx.scale = is_causal, scale\n"
+            "  return O\n",
+            id="leak",
+        )
+    )
+    notebook.cells.append(nbformat.v4.new_code_cell("optimizer.zero_grad()\nloss.backward()\noptimizer.step()\n", id="idiom"))
+    nbformat.write(notebook, page)
+    leaks = given_away(tmp_path / "solutions", tmp_path / "notebooks")
+    # Both of 08's Functions save and return as this one does: each answer it repeats is named.
+    assert {(leak.answer, leak.page, leak.cell) for leak in leaks} == {
+        ("08_flash_backward:FlashAttention", "09_language_model", "leak"),
+        ("08_flash_backward:FlashAttentionTriton", "09_language_model", "leak"),
+    }

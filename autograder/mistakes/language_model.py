@@ -80,18 +80,29 @@ MISTAKES = [
         loses=(TRAINING,),
     ),
     answered(
-        "RoPE taken to hold only while its angles are small (it is exact at any position)",
-        "answer_rope_relative",
-        '"d"',
-        loses=("test_answer_rope_relative",),
+        "the offset taken the wrong way round: the key turned by m - n instead of n - m",
+        "answer_rope_score",
+        "-math.sin(3.0)",
+        loses=("test_answer_rope_score",),
     ),
     answered(
-        "the sign of the RoPE offset ignored (three back taken for three ahead)",
-        "answer_rope_relative",
-        '"a"',
-        loses=("test_answer_rope_relative",),
+        "the rotations ignored: the score taken as the plain dot product q . k",
+        "answer_rope_score",
+        "0.0",
+        loses=("test_answer_rope_score",),
     ),
-    answered("dropping the mask makes training fail", "answer_mask_dropped", '"a"', loses=("test_answer_mask_dropped",)),
+    answered(
+        "the causal mask taken for the leak (the query's own token is its input; its target is the next one)",
+        "answer_leaky_mask",
+        '"a"',
+        loses=("test_answer_leaky_mask",),
+    ),
+    answered(
+        "a window of earlier tokens taken for a leak (only a key at the target's position can leak it)",
+        "answer_leaky_mask",
+        '"d"',
+        loses=("test_answer_leaky_mask",),
+    ),
 ]
 
 ROPE_COMPLEX = """
@@ -158,6 +169,14 @@ CORRECT_VARIANTS = [
         "a broken paste of split_heads (reshape straight to [B, H, T, d])",
         "split_heads",
         edits=(("x.view(B, T, num_heads, D // num_heads).transpose(1, 2)", "x.reshape(B, num_heads, T, D // num_heads)"),),
+    ),
+    Variant(
+        "FlashAttention not pasted (the stub)",
+        "FlashAttention",
+        source=(
+            "\nclass FlashAttention(AttentionFunction):\n    @staticmethod\n    def forward(ctx, Q, K, V, is_causal=False, scale=None):\n"
+            "        raise NotImplementedError()\n\n    @staticmethod\n    def backward(ctx, dO):\n        raise NotImplementedError()\n"
+        ),
     ),
     Variant(
         "flash_attention_backward not pasted (the stub)",
