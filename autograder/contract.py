@@ -274,6 +274,23 @@ def _test_cell_problems(cell: dict[str, Any]) -> list[str]:
             found.append(f"{where}: its {part} part draws random inputs without a seed, so submissions would see different inputs")
     if "load_solution" in visible:
         found.append(f"{where}: only hidden tests may load the solution")
+    found += [f"{where}: {problem}" for problem in _untrue_labels(source)]
+    return found
+
+
+def _untrue_labels(source: str) -> list[str]:
+    """A comparison with the solution (``ref.f(...)`` as the expected value) whose label does not say so."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return []  # the parse check reports it
+    found = []
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Call) and getattr(node.func, "id", "") in ("check_close", "check_equal", "check_each_close")):
+            continue
+        label = next((ast.unparse(k.value) for k in node.keywords if k.arg == "label"), "")
+        if len(node.args) >= 2 and "ref." in ast.unparse(node.args[1]) and "solution" not in label:
+            found.append(f"the label {label or '(none)'} of a comparison with the solution must say so")
     return found
 
 

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import nbformat
+from held_out import HELD_OUT
 
 from autograder.course import list_assignments
 from autograder.grading.models import GradingReport
@@ -100,7 +101,9 @@ def build_class(folder: Path) -> dict[str, list[Variant]]:
         write_submission(folder, f"{prefix}-untouched", assignment, released(assignment))
         for i, variants in enumerate(variant_rounds(CORRECT_VARIANTS.get(assignment, []))):
             write_submission(folder, f"{prefix}-correct-variants-{i}", assignment, solved(assignment, variants))
-        for i, mistakes in enumerate(mistake_rounds(MISTAKES.get(assignment, []))):
+        # The held-out mistakes ride along where a cell and their tests are free: no more submissions than needed.
+        held_out = [h.mistake for h in HELD_OUT.get(assignment, [])]
+        for i, mistakes in enumerate(mistake_rounds(MISTAKES.get(assignment, []) + held_out)):
             student = f"{prefix}-mistakes-{i}"
             write_submission(folder, student, assignment, solved(assignment, mistakes))
             mistake_students[student] = mistakes

@@ -154,3 +154,18 @@ def test_the_charge_check_sees_a_test_that_runs_another_graded_function() -> Non
     [cell] = [c for c in notebook["cells"] if c.get("metadata", {}).get("nbgrader", {}).get("grade_id") == "test_copy_task_learned"]
     cell["source"] = "".join(cell["source"]) + "\nlm = call(TinyLM, 20)\nassert lm is not None\n"
     assert cells_tested_by(notebook)["test_copy_task_learned"] == {"train_copy_model", "DecoderBlock"}
+
+
+def test_the_contract_catches_a_comparison_with_the_solution_that_its_label_hides(tmp_path) -> None:
+    name = "01_soft_dictionary_lookup"
+    notebook = json.loads((SOLUTIONS_DIR / name / f"{name}.ipynb").read_text())
+    test_cell = next(c for c in notebook["cells"] if c["metadata"].get("nbgrader", {}).get("grade_id") == "test_soft_lookup_temperature")
+    source = "".join(test_cell["source"])
+    test_cell["source"] = source.replace('label="soft_lookup output at T=10 vs the solution"', 'label="soft_lookup output at T=10"')
+    assert test_cell["source"] != source
+    (tmp_path / name).mkdir()
+    path = tmp_path / name / f"{name}.ipynb"
+    path.write_text(json.dumps(notebook))
+    assert problems(path) == [
+        "test cell test_soft_lookup_temperature: the label 'soft_lookup output at T=10' of a comparison with the solution must say so"
+    ]

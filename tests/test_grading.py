@@ -11,14 +11,16 @@ from html import unescape
 
 import nbformat
 import pytest
+from held_out import HELD_OUT
 from helpers import ASSIGNMENTS, GradedClass, leaked_hidden_lines, tree_digest, variant_rounds
 
+from autograder.contract import cells_tested_by
 from autograder.demo import DEMO_ASSIGNMENTS, DEMO_MISTAKES
 from autograder.demo import build_class as build_demo_class
 from autograder.grading.models import MISCONCEPTION_SEPARATOR, AssignmentSpec
 from autograder.grading.reports import GRADEBOOK_CSV, GRADES_CSV, SUMMARY_MD, SUMMARY_PNG, TESTS_CSV
 from autograder.grading.verdicts import graded_names
-from autograder.mistakes import CORRECT_VARIANTS, MISTAKES
+from autograder.mistakes import CHARGED_THROUGH, CORRECT_VARIANTS, MISTAKES
 from autograder.nbgrader_ext.discussion import WITHHELD_NOTE, is_discussion
 from autograder.settings import REPO_ROOT, SOLUTIONS_DIR
 
@@ -291,3 +293,28 @@ def test_a_correct_submission_is_told_of_no_mistake(graded_class: GradedClass) -
     for row in graded_class.report.tests:
         if "-correct-variants-" in row.student_id or row.student_id.endswith("-solved"):
             assert not row.misconception, row
+
+
+HELD_OUT_CASES = [(a, h) for a in ASSIGNMENTS for h in HELD_OUT.get(a, [])]
+
+
+def test_every_notebook_has_three_held_out_mistakes() -> None:
+    assert {a: len(HELD_OUT.get(a, [])) >= 3 for a in ASSIGNMENTS} == dict.fromkeys(ASSIGNMENTS, True)
+    catalogued = {m.name for mistakes in MISTAKES.values() for m in mistakes}
+    assert not [h.mistake.name for _, h in HELD_OUT_CASES if h.mistake.name in catalogued], "held out means not in the catalogue"
+
+
+@pytest.mark.parametrize(("assignment", "held"), HELD_OUT_CASES, ids=[h.mistake.name for _, h in HELD_OUT_CASES])
+def test_an_uncatalogued_mistake_costs_its_own_tests_and_is_told_where_it_is(graded_class: GradedClass, assignment: str, held) -> None:
+    mistake = held.mistake
+    tested = cells_tested_by(nbformat.read(SOLUTIONS_DIR / assignment / f"{assignment}.ipynb", as_version=4))
+    allowed = {mistake.cell, CHARGED_THROUGH.get((assignment, mistake.cell), ("",))[0]}
+    assert mistake.loses and all(tested[test] & allowed for test in mistake.loses), "a held-out mistake may cost only its function's tests"
+    student = student_with(graded_class, assignment, mistake)
+    assert set(mistake.loses) <= lost_tests(
+        graded_class, student, assignment
+    )  # exactly: test_mistakes_cost_points_only_where_the_table_says
+    named = {r.test: r.misconception for r in graded_class.report.tests if (r.student_id, r.assignment) == (student, assignment)}
+    assert not [named[test] for test in mistake.loses if named[test]], "a catalogued misconception named for a bug it is not"
+    page = " ".join(unescape((graded_class.out / "feedback" / student / f"{assignment}.html").read_text()).split())
+    assert [phrase for phrase in held.says if phrase not in page] == [], "the feedback does not say where the bug is"

@@ -53,7 +53,7 @@ MISTAKES = [
             ("x = x + self.out_proj(merge_heads(out))", "x = self.norm1(x + self.out_proj(merge_heads(out)))"),
             ("return x + self.mlp(self.norm2(x))", "return self.norm2(x + self.mlp(x))"),
         ),
-        loses=BLOCK_TESTS,
+        loses=("test_decoder_block_matches_reference",),  # consistent with itself: its cache matches its own full pass
     ),
     Variant(
         "the cache grows along the heads axis (dim 1), not time",
