@@ -29,6 +29,7 @@ import io
 import os
 import struct
 import warnings
+import zipfile
 from collections import deque
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Iterator
@@ -61,6 +62,10 @@ class NotWritten(AssertionError):
 
 class ReplayError(AssertionError):
     """The trusted pass asked for an invocation the sealed run did not record."""
+
+
+class ForgedRecord(ValueError):
+    """A record frame ``torch.save`` cannot have written: loading it could cost the trusted side more than it sent."""
 
 
 @dataclass(frozen=True)
@@ -168,7 +173,14 @@ def flush() -> None:
 
 
 def read_record(data: bytes) -> dict[str, list[dict[str, Any]]]:
-    """Recorded events by cell, from the bytes of a record file (untrusted: loaded as data only)."""
+    """Recorded events by cell, from the bytes of a record file (untrusted: loaded as data only).
+
+    Raises:
+        ForgedRecord: a frame holds a compressed entry, or entries that declare more bytes than the frame
+            holds. ``torch.save`` stores every entry as it is, so neither comes from the course's code, and
+            ``torch.load`` would inflate what the entry declares (gigabytes from a few kilobytes) before any
+            check of the result could run.
+    """
     events: dict[str, list[dict[str, Any]]] = {}
     offset = 0
     while offset + FRAME_HEADER.size <= len(data):
@@ -176,14 +188,31 @@ def read_record(data: bytes) -> dict[str, list[dict[str, Any]]]:
         offset += FRAME_HEADER.size
         if size > len(data) - offset:
             break  # a frame cut short by a killed run: the events before it stand
+        frame = data[offset : offset + size]
+        _refuse_inflation(frame)
         try:
-            event = torch.load(io.BytesIO(data[offset : offset + size]), weights_only=True)
+            event = torch.load(io.BytesIO(frame), weights_only=True)
         except Exception:  # noqa: BLE001 - a forged or broken frame ends the record
             break
         offset += size
         if isinstance(event, dict) and isinstance(event.get("cell"), str):
             events.setdefault(event["cell"], []).append(event)
     return events
+
+
+def _refuse_inflation(frame: bytes) -> None:
+    """A frame's archive may only hold stored entries whose declared sizes fit in the frame itself."""
+    try:
+        entries = zipfile.ZipFile(io.BytesIO(frame)).infolist()
+    except (zipfile.BadZipFile, ValueError, EOFError):
+        return  # not an archive: torch.load refuses it, and the record ends there
+    declared = 0
+    for entry in entries:
+        if entry.compress_type != zipfile.ZIP_STORED:
+            raise ForgedRecord(f"a record frame holds a compressed entry ({entry.filename[:80]!r}), which the course never writes")
+        declared += entry.file_size
+    if declared > len(frame):
+        raise ForgedRecord(f"a record frame of {len(frame)} bytes declares {declared} bytes of contents")
 
 
 @contextlib.contextmanager

@@ -219,6 +219,29 @@ BAD_CASES = [
         r"^invalid result: its sealed run sent a b'E' frame: not a JSON object, outside the grading protocol",
     ),
     BadCase(
+        "record-bomb",  # appends a frame of deflated zeros to its record: 16 MiB once inflated, from a few kilobytes
+        notebook_file(
+            solved(
+                FIRST,
+                [
+                    softmax_cell(
+                        "import io as _io, os as _os, struct as _struct, zipfile as _zipfile\n"
+                        "_saved, _packed = _io.BytesIO(), _io.BytesIO()\n"
+                        "torch.save({'cell': 'test_softmax_stable', 'outcome': {'kind': 'value', 'value': torch.zeros(4 * 2**20)}}, _saved)\n"
+                        "_archive = _zipfile.ZipFile(_io.BytesIO(_saved.getvalue()))\n"
+                        "with _zipfile.ZipFile(_packed, 'w', compression=_zipfile.ZIP_DEFLATED) as _out:\n"
+                        "    for _entry in _archive.infolist():\n"
+                        "        _out.writestr(_entry.filename, _archive.read(_entry.filename))\n"
+                        "with open(_os.environ['COURSE_RECORD_FILE'], 'ab') as _record:\n"
+                        "    _record.write(_struct.pack('<Q', len(_packed.getvalue())) + _packed.getvalue())"
+                    )
+                ],
+            )
+        ),
+        "zero",
+        r"^invalid result: its sealed run sent a forged record \(a record frame holds a compressed entry",
+    ),
+    BadCase(
         "forged-test-cell",  # graded as before, out of the same total; the made-up cell counts for nothing
         notebook_file(with_forged_test_cell(solved(FIRST))),
         "full",

@@ -59,3 +59,27 @@ def test_a_mistake_is_named_only_on_a_call_that_tells_it_from_a_right_answer() -
     assert _reproduces(assignment, global_max, cell, calls), "the distinguishing call is the mistake's result"
     # The right answer on the distinguishing input names nothing.
     assert not _reproduces(assignment, global_max, cell, [_softmax_call(small, right), _softmax_call(apart, torch.softmax(apart, -1))])
+
+
+def test_tensors_on_the_meta_device_compare_by_shape_dtype_and_device() -> None:
+    # A test that asks for a mask on the "meta" device gets a tensor with no values: comparing must not copy it.
+    meta = torch.ones(3, 5, dtype=torch.bool, device="meta")
+    assert _close(meta, torch.ones(3, 5, dtype=torch.bool, device="meta"))
+    assert not _close(meta, torch.ones(3, 5, dtype=torch.bool)), "a mask left on the CPU is not the one asked for"
+    assert not _close(meta, torch.ones(5, 3, dtype=torch.bool, device="meta"))
+
+
+def test_a_mistake_on_the_masks_device_is_named_only_where_the_device_tells_it_apart() -> None:
+    assignment = "04_masking"
+    source = nbformat.read(SOLUTIONS_DIR / assignment / f"{assignment}.ipynb", as_version=4)
+    cpu_only = next(m for m in MISTAKES[assignment] if m.name == "causal_mask ignores device (always on the CPU)")
+    on_cpu = torch.ones(3, 5, dtype=torch.bool).tril()
+
+    def call(device: str, result: torch.Tensor) -> recording.Replayed:
+        outcome = recording.CallOutcome("value", value=result)
+        return recording.Replayed("name:causal_mask", None, (3, 5), {"device": device}, None, (), None, outcome)
+
+    cell = solution_cells(source)["causal_mask"]
+    assert _reproduces(assignment, cpu_only, cell, [call("cpu", on_cpu), call("meta", on_cpu)])
+    assert not _reproduces(assignment, cpu_only, cell, [call("cpu", on_cpu)]), "on the CPU the mistake is right"
+    assert not _reproduces(assignment, cpu_only, cell, [call("meta", on_cpu.to("meta"))]), "a right answer names nothing"

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import io
 import json
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -117,3 +119,50 @@ def test_an_unwritten_function_is_named_by_the_verdict() -> None:
     assert isinstance(recording.NotWritten("m", "f"), AssertionError)
     assert _run_test("test_ok", "assert True", {}) == Verdict("test_ok", True)
     assert _run_test("test_bad", "1 / 0", {}).status is Status.ERROR
+
+
+def _frame(payload: bytes) -> bytes:
+    return recording.FRAME_HEADER.pack(len(payload)) + payload
+
+
+def _deflated_like_torch_save(event: dict) -> bytes:
+    """What a hostile run can append to its record: ``torch.save``'s archive, every entry deflated."""
+    saved = io.BytesIO()
+    torch.save(event, saved)
+    source, packed = zipfile.ZipFile(io.BytesIO(saved.getvalue())), io.BytesIO()
+    with zipfile.ZipFile(packed, "w", compression=zipfile.ZIP_DEFLATED) as out:
+        for entry in source.infolist():
+            out.writestr(entry.filename, source.read(entry.filename))
+    return packed.getvalue()
+
+
+def test_a_record_bomb_is_refused_before_anything_is_inflated(monkeypatch: pytest.MonkeyPatch) -> None:
+    # 64 MiB of zeros, deflated to well under a megabyte: torch.load would inflate every byte of it.
+    bomb = _deflated_like_torch_save({"cell": "test_a", "outcome": {"kind": "value", "value": torch.zeros(16 * 2**20)}})
+    assert len(bomb) < 2**20
+    saved = io.BytesIO()
+    torch.save({"cell": "test_a", "seq": 0}, saved)
+    honest = _frame(saved.getvalue())
+    assert recording.read_record(honest) == {"test_a": [{"cell": "test_a", "seq": 0}]}
+    loads = []
+    monkeypatch.setattr(torch, "load", lambda *a, **k: loads.append(1))
+    with pytest.raises(recording.ForgedRecord, match="compressed entry"):
+        recording.read_record(honest + _frame(bomb))
+    assert loads == [1], "only the honest frame before it was loaded"
+
+
+def test_a_stored_entry_that_declares_more_than_its_frame_holds_is_refused() -> None:
+    saved = io.BytesIO()
+    torch.save({"cell": "test_a", "seq": 0}, saved)
+    frame = bytearray(saved.getvalue())
+    entry = zipfile.ZipFile(io.BytesIO(bytes(frame))).infolist()[0]
+    # Patch the central directory's uncompressed size of the first entry to 1 GiB.
+    directory = frame.rfind(b"PK\x01\x02", 0, len(frame))
+    while directory != -1:
+        name_length = int.from_bytes(frame[directory + 28 : directory + 30], "little")
+        if frame[directory + 46 : directory + 46 + name_length].decode() == entry.filename:
+            frame[directory + 24 : directory + 28] = (2**30).to_bytes(4, "little")
+            break
+        directory = frame.rfind(b"PK\x01\x02", 0, directory)
+    with pytest.raises(recording.ForgedRecord, match="declares"):
+        recording.read_record(_frame(bytes(frame)))

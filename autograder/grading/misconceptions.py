@@ -79,7 +79,7 @@ def name_misconceptions(
             break
         tests = [t for t in mistake.loses if t in failed and replayed.get(t)]
         # The first test the mistake loses is the one that names it: its results decide (and cost the least time).
-        if tests and _reproduces(assignment, mistake, cells[mistake.cell], replayed[tests[0]]):
+        if tests and _reproduces_safely(assignment, mistake, cells[mistake.cell], replayed[tests[0]]):
             found = Misconception(mistake.name, section_of(source, mistake.cell))
             for test in tests:
                 named.setdefault(test, []).append(found)
@@ -91,6 +91,14 @@ def _module(assignment: str, mistake: Variant, solution_source: str) -> Any:
     if key not in _modules:
         _modules[key] = solution_module(assignment, {mistake.cell: mistake.apply(solution_source)}, name=mistake.name)
     return _modules[key]
+
+
+def _reproduces_safely(assignment: str, mistake: Variant, solution_source: str, calls: list[recording.Replayed]) -> bool:
+    """``_reproduces``, where any failure of the comparison itself names nothing: naming must never cost a grade."""
+    try:
+        return _reproduces(assignment, mistake, solution_source, calls)
+    except Exception:  # noqa: BLE001 - a result that cannot be compared is no evidence
+        return False
 
 
 def _reproduces(assignment: str, mistake: Variant, solution_source: str, calls: list[recording.Replayed]) -> bool:
@@ -271,8 +279,10 @@ def _close(mistake: Any, student: Any) -> bool:
     if isinstance(student, torch.Tensor) or isinstance(mistake, torch.Tensor):
         if not (isinstance(student, torch.Tensor) and isinstance(mistake, torch.Tensor)) or student.shape != mistake.shape:
             return False
-        if student.dtype != mistake.dtype:
+        if student.dtype != mistake.dtype or student.device != mistake.device:
             return False
+        if student.is_meta:  # no values to compare (a tensor made on the meta device): shape, dtype and device are all
+            return True
         if not (student.is_floating_point() or student.is_complex()):
             return bool(torch.equal(student.cpu(), mistake.cpu()))
         limits = tolerance(student.dtype)

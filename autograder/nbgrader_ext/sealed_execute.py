@@ -21,6 +21,7 @@ from nbformat.notebooknode import NotebookNode
 from nbgrader.preprocessors.base import NbGraderPreprocessor
 from traitlets import Bool, Integer, Unicode
 
+from course_utils.recording import ForgedRecord
 from course_utils.reference import is_test_cell, nbgrader_meta
 
 from ..grading.redaction import Redactor
@@ -52,7 +53,10 @@ class SealedExecute(NbGraderPreprocessor):
         )
         run = run_sealed(nb, graded_names(source), limits)
         started = time.perf_counter()
-        verdicts = decide(source, bytes(run.record), stopped_reasons(nb, run), assignment)
+        try:
+            verdicts = decide(source, bytes(run.record), stopped_reasons(nb, run), assignment)
+        except ForgedRecord as forged:  # nothing of this run is used: the submission's row says why
+            run.invalid, verdicts = run.invalid or f"a forged record ({forged})"[:300], {}
         verdict_seconds = time.perf_counter() - started
         redactor = Redactor.for_source(source)
         for index, cell in enumerate(nb.cells):
