@@ -228,3 +228,15 @@ def test_without_a_pids_group_a_root_grader_says_the_limit_is_not_enforced(tmp_p
     assert made.note == "" and (made.group / "pids.max").read_text() == "256"
     monkeypatch.setattr(module.os, "geteuid", lambda: 1000)
     assert module.process_limit(256, root=tmp_path) == module.ProcessLimit(None, "")  # RLIMIT_NPROC binds a user
+
+
+def test_a_cell_that_ignores_the_alarm_is_stopped_by_the_grader_near_its_limit(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The sealed run stops a cell with SIGALRM; this cell ignores it and sleeps on. Only the grader, which sees no
+    # frame of the cell arrive, can stop it: at the cell's limit plus the grace, long before the whole run's limit.
+    monkeypatch.setattr(sandbox, "CELL_GRACE_S", 2)
+    stubborn = "import signal, time\nsignal.signal(signal.SIGALRM, signal.SIG_IGN)\ntime.sleep(100)"
+    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("x = 1"), nbformat.v4.new_code_cell(stubborn)])
+    run = run_sealed(notebook, [], SandboxLimits(cell_timeout=3, memory_bytes=None, wall_seconds=120))
+    assert "ran past the 3 s limit for a cell, kept running through the signal that stops it" in run.ended, run.ended
+    assert 0 in run.finished and 1 not in run.finished  # stopped by the cell's limit, not the whole run's (120 s)
+    assert printed("print(json.dumps({'next': True}))") == {"next": True}, "the runner carries on"

@@ -49,6 +49,9 @@ SCRATCH_BYTES = 512 * 2**20  # the private /tmp
 MAX_FILE_BYTES = 256 * 2**20
 MAX_PROCESSES = 256
 MAX_RETURN_BYTES = 256 * 2**20  # outputs and record together
+# The sealed run stops a cell at its limit with SIGALRM, which the cell's own code can ignore; the grader, which
+# sees each cell's frame arrive, stops the whole run once no cell has ended for the limit and this much more.
+CELL_GRACE_S = 10
 
 
 class SandboxUnavailable(RuntimeError):
@@ -250,7 +253,7 @@ class WarmRunner:
             os.close(write_end)
             os.close(request)
         try:
-            run = _read_frames(read_end, wall_seconds)
+            run = _read_frames(read_end, wall_seconds, cell_timeout, {cell["index"] for cell in cells})
         finally:
             try:  # whatever happened while reading, the run ends before the next one starts
                 self.control.sendall(DONE)
@@ -341,21 +344,32 @@ def run_sealed(notebook: NotebookNode, graded: list[str], limits: SandboxLimits)
     return run
 
 
-def _read_frames(read_end: int, wall_seconds: int) -> SealedRun:
-    """Frames until the end frame, the end of the pipe (the run died), the wall limit or too much."""
+def _read_frames(read_end: int, wall_seconds: int, cell_timeout: int, cells: set[int]) -> SealedRun:
+    """Frames until the end frame, the end of the pipe (the run died), the wall limit, a cell past its limit
+    (plus ``CELL_GRACE_S``: whatever the cell does with signals), or too much.
+
+    A cell's limit starts again when a frame of one of ``cells`` (the notebook's code cells) arrives for the
+    first time: a run that forges such frames gains at most one limit per cell, which the wall limit covers.
+    """
     run = SealedRun()
     deadline = time.monotonic() + wall_seconds
+    cell_deadline = time.monotonic() + cell_timeout + CELL_GRACE_S
     buffer = bytearray()
     total = 0
     ended_by_us = ""
     with selectors.DefaultSelector() as selector:
         selector.register(read_end, selectors.EVENT_READ)
         while True:
-            left = deadline - time.monotonic()
-            if left <= 0:
+            now = time.monotonic()
+            if now >= deadline:
                 ended_by_us = f"the notebook ran past the {wall_seconds} s limit for a whole submission and was stopped"
                 break
-            if not selector.select(timeout=min(left, 1.0)):
+            if now >= cell_deadline:
+                ended_by_us = (
+                    f"a cell ran past the {cell_timeout} s limit for a cell, kept running through the signal that stops it, and was stopped"
+                )
+                break
+            if not selector.select(timeout=min(deadline - now, cell_deadline - now, 1.0)):
                 continue
             chunk = os.read(read_end, 1 << 20)
             if not chunk:
@@ -365,7 +379,10 @@ def _read_frames(read_end: int, wall_seconds: int) -> SealedRun:
                 ended_by_us = "the notebook produced more output than the grader keeps and was stopped"
                 break
             buffer += chunk
+            ended_before = len(run.outputs.keys() & cells)
             _parse(buffer, run)
+            if len(run.outputs.keys() & cells) > ended_before:  # a cell ended: the next one has its own limit
+                cell_deadline = time.monotonic() + cell_timeout + CELL_GRACE_S
             if run.said_end or run.invalid:
                 break  # the kernel's shutdown is not waited for: the group is killed below
     os.close(read_end)
