@@ -23,8 +23,8 @@ from course_utils.reference import assignment_notebook
 
 from .course_config import course_config
 from .settings import (
-    CELL_TIMEOUT_S,
     SOLUTIONS_DIR,
+    GradingLimits,
     put_environment_on_path,
 )
 
@@ -50,9 +50,7 @@ class ScratchCourse:
 
     root: Path
     solutions_dir: Path
-    cell_timeout: int = CELL_TIMEOUT_S
-    memory_limit: int | None = None
-    sealed: bool = True
+    limits: GradingLimits = GradingLimits()
     db_url: str | None = None  # the gradebook nbgrader writes; None: gradebook.db in the root
 
     @property
@@ -70,9 +68,7 @@ class ScratchCourse:
             db_url=self.db_url or f"sqlite:///{self.db_path}",
             source_dir=self.solutions_dir,
             release_dir=release_dir,
-            cell_timeout=self.cell_timeout,
-            memory_limit=self.memory_limit,
-            sealed=self.sealed,
+            limits=self.limits,
         )
         coursedir = CourseDirectory(config=config)
         api = NbGraderAPI(coursedir, Authenticator(config=config), config=config)
@@ -146,9 +142,7 @@ def scratch_course(
     solutions_dir: Path = SOLUTIONS_DIR,
     keep: Path | None = None,
     *,
-    cell_timeout: int = CELL_TIMEOUT_S,
-    memory_limit: int | None = None,
-    sealed: bool = True,
+    limits: GradingLimits = GradingLimits(),
     gradebook: bytes | None = None,
 ) -> Iterator[ScratchCourse]:
     """A fresh nbgrader course whose source folder is (a copy of) the solutions.
@@ -172,7 +166,7 @@ def scratch_course(
         with warnings.catch_warnings():
             # nbgrader 0.9 trips SQLAlchemy 2's autoflush warnings on every autograde; they are harmless.
             warnings.filterwarnings("ignore", message=r".*not in session.*")
-            yield ScratchCourse(root=root, solutions_dir=source, cell_timeout=cell_timeout, memory_limit=memory_limit, sealed=sealed)
+            yield ScratchCourse(root=root, solutions_dir=source, limits=limits)
     finally:
         os.chdir(previous_cwd)
         if saved is None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .settings import CELL_TIMEOUT_S, IGNORED_STDERR, MAX_OUTPUT_CHARS
+from .settings import IGNORED_STDERR, MAX_OUTPUT_CHARS, GradingLimits
 
 if TYPE_CHECKING:
     from traitlets.config import Config
@@ -22,15 +22,13 @@ def course_config(
     db_url: str,
     source_dir: Path | str = "source",
     release_dir: Path | str = "release",
-    cell_timeout: int = CELL_TIMEOUT_S,
-    memory_limit: int | None = None,
-    sealed: bool = True,
+    limits: GradingLimits = GradingLimits(),
     report_dir: Path | None = None,
 ) -> Config:
     """nbgrader configuration for a course rooted at ``course_root``, its gradebook at ``db_url`` (SQLAlchemy).
 
-    ``source_dir`` and ``release_dir`` are relative to the root or absolute. ``cell_timeout``
-    (seconds) and ``memory_limit`` (bytes, or None) bound what one notebook may take.
+    ``source_dir`` and ``release_dir`` are relative to the root or absolute. ``limits`` bound what one
+    notebook may take and say whether it runs sealed: the defaults unless ``grade`` was told otherwise.
     """
     from traitlets.config import (
         Config,  # an instructor tool: course_utils users lack it
@@ -49,9 +47,9 @@ def course_config(
     # Grading runs the notebook sealed and decides verdicts in a trusted replay (CONTRACT.md).
     c.SealedExecute.solutions_dir = str(Path(course_root) / source_dir)
     c.SealedExecute.report_dir = str(report_dir or Path(course_root) / "sealed-reports")
-    c.SealedExecute.sealed = sealed
-    c.SealedExecute.cell_timeout = cell_timeout
-    c.SealedExecute.memory_limit = int(memory_limit or 0)
+    c.SealedExecute.sealed = limits.sealed
+    c.SealedExecute.cell_timeout = limits.cell_timeout
+    c.SealedExecute.memory_limit = int(limits.memory_bytes or 0)
     # A deleted test cell is put back from the source notebook (edited ones are, by checksum).
     c.OverwriteCells.add_missing_cells = True
     # Before nbgrader reads the cells: the admission grade uses, so stock autograde survives forged metadata.

@@ -25,6 +25,18 @@ MEMORY_LIMIT_BYTES = 4 * 2**30
 
 
 @dataclass(frozen=True)
+class GradingLimits:
+    """What one graded notebook may take, and whether it runs sealed: the one object every route that grades
+    seals with. ``grade`` builds it from its command line; stock ``nbgrader autograde`` and formgrader's
+    autograde get the defaults through nbgrader_config.py and ``course_config``. A new limit is a field here
+    and its use in ``SealedExecute`` (plus its test and its line in docs/threat-model.md)."""
+
+    cell_timeout: int = CELL_TIMEOUT_S  # seconds a cell may run
+    memory_bytes: int | None = MEMORY_LIMIT_BYTES  # data per process of the sandbox; None: no limit
+    sealed: bool = True  # False only with --no-sandbox: every row then says so
+
+
+@dataclass(frozen=True)
 class ArchiveLimits:
     """What a class zip (and the zips inside it) may inflate to: a zip bomb stops here, not the run."""
 

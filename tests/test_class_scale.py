@@ -15,7 +15,7 @@ from autograder.grading.cache import fingerprint
 from autograder.grading.models import GradingOptions
 from autograder.grading.pipeline import grade
 from autograder.grading.reports import GRADES_CSV, TESTS_CSV
-from autograder.settings import SOLUTIONS_DIR
+from autograder.settings import SOLUTIONS_DIR, GradingLimits
 
 pytestmark = pytest.mark.slow
 
@@ -53,8 +53,13 @@ def test_regrade_or_other_options_reuse_nothing(bad_class: GradedClass, tmp_path
     forced = grade(small, out, **options, reuse=False)
     assert forced.reused == 0 and forced.grades == [bad_class.report.row_of("ok student", FIRST)]
     # Any option that can change a grade changes the key of every cached row.
-    base = GradingOptions(cell_timeout=BAD_CELL_TIMEOUT_S, memory_limit=BAD_MEMORY_LIMIT, feedback=True)
-    others = [replace(base, cell_timeout=BAD_CELL_TIMEOUT_S + 1), replace(base, memory_limit=None), replace(base, feedback=False)]
+    limits = GradingLimits(cell_timeout=BAD_CELL_TIMEOUT_S, memory_bytes=BAD_MEMORY_LIMIT)
+    base = GradingOptions(limits, feedback=True)
+    others = [
+        replace(base, limits=replace(limits, cell_timeout=BAD_CELL_TIMEOUT_S + 1)),
+        replace(base, limits=replace(limits, memory_bytes=None)),
+        replace(base, feedback=False),
+    ]
     prints = {fingerprint(SOLUTIONS_DIR, o) for o in [base, *others]}
     assert len(prints) == 4
 

@@ -21,7 +21,7 @@ import pytest
 from autograder.grading.models import AssignmentSpec
 from autograder.mistakes import MISTAKES
 from autograder.nbgrader_ext.feedback import REDACTED_NOTE
-from autograder.settings import NOTEBOOKS_DIR, REPO_ROOT, SOLUTIONS_DIR
+from autograder.settings import MEMORY_LIMIT_BYTES, NOTEBOOKS_DIR, REPO_ROOT, SOLUTIONS_DIR
 from autograder.submissions import solved
 
 pytestmark = pytest.mark.slow
@@ -179,3 +179,26 @@ def test_stock_autograde_admits_a_forged_test_cell_as_grade_does(course: Path, t
     with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gradebook:
         submission = gradebook.find_submission(ASSIGNMENT, "mallory")
         assert submission.score == submission.max_score == spec.max_score  # the made-up 100 points count for nothing
+
+
+def test_stock_autograde_seals_with_the_memory_limit_that_grade_uses(course: Path, tmp_path: Path) -> None:
+    # nbgrader_config.py gives stock autograde (and formgrader's) the limits grade uses (GradingLimits). A cell that
+    # asks for more data than the limit fails there; with no limit this allocation succeeds, since it is never touched.
+    from nbgrader.api import Gradebook
+
+    if not (course / "notebooks" / ASSIGNMENT).is_dir():  # when this test runs alone
+        nbgrader("generate_assignment", ASSIGNMENT, cwd=course, exchange=tmp_path)
+    notebook = solved(ASSIGNMENT)
+    [softmax] = [c for c in notebook.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "softmax"]
+    softmax.source = f"hog = torch.empty({MEMORY_LIMIT_BYTES + 2**30}, dtype=torch.uint8)\n" + softmax.source
+    target = course / "submitted" / "hog" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
+    target.parent.mkdir(parents=True)
+    nbformat.write(notebook, target)
+    nbgrader("autograde", ASSIGNMENT, "--student=hog", cwd=course, exchange=tmp_path)
+    graded = nbformat.read(course / "autograded" / "hog" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb", as_version=4)
+    [softmax] = [c for c in graded.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "softmax"]
+    errors = [o for o in softmax.outputs if o.get("output_type") == "error"]
+    assert errors and "allocate" in errors[0]["evalue"], softmax.outputs
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gradebook:
+        submission = gradebook.find_submission(ASSIGNMENT, "hog")
+        assert submission.score < submission.max_score  # softmax was never defined

@@ -19,7 +19,7 @@ from course_utils.reference import (
     nbgrader_meta,
 )
 
-from ..settings import CELL_TIMEOUT_S, MEMORY_LIMIT_BYTES
+from ..settings import GradingLimits
 
 MISCONCEPTION_SEPARATOR = " | "  # between the names in TestRow.misconception; no catalogued name holds it
 
@@ -118,10 +118,8 @@ class AssignmentSpec:
 
 @dataclass(frozen=True)
 class GradingOptions:
-    cell_timeout: int = CELL_TIMEOUT_S
-    memory_limit: int | None = MEMORY_LIMIT_BYTES  # bytes of data per process of the sandbox
+    limits: GradingLimits = GradingLimits()
     feedback: bool = True
-    sealed: bool = True  # False only with --no-sandbox: every row then says so
 
 
 @dataclass(frozen=True)

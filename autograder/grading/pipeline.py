@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Iterator
 
 from ..course import empty_gradebook, list_assignments
-from ..settings import CELL_TIMEOUT_S, MEMORY_LIMIT_BYTES, SOLUTIONS_DIR
+from ..settings import CELL_TIMEOUT_S, MEMORY_LIMIT_BYTES, SOLUTIONS_DIR, GradingLimits
 from .cache import CACHE_FILE, GradingCache, fingerprint
 from .class_report import write_class_report
 from .executors import grading_executor
@@ -89,7 +89,7 @@ def grade(
         raise ValueError(f"unknown assignment(s) {unknown}; the course has {known}")
     all_specs = {name: AssignmentSpec.load(solutions_dir, name) for name in known}
     functions = {name: set(spec.functions) for name, spec in all_specs.items()}
-    options = GradingOptions(cell_timeout=cell_timeout, memory_limit=memory_limit, feedback=feedback, sealed=sandbox)
+    options = GradingOptions(GradingLimits(cell_timeout=cell_timeout, memory_bytes=memory_limit, sealed=sandbox), feedback=feedback)
 
     with opened(submissions) as received:
         intake = take_in(received, known, functions, student_pattern)

@@ -167,14 +167,12 @@ class Clock:
 @contextmanager
 def _course_for(batch: GradingBatch) -> Iterator[PreparedCourse]:
     clock = Clock()
-    prewarm_runner(batch.options.sealed, batch.options.memory_limit or None)  # torch imports while nbgrader sets up
+    prewarm_runner(batch.options.limits.sealed, batch.options.limits.memory_bytes)  # torch imports while nbgrader sets up
     with (
         materialized(batch.solutions) as solutions_dir,
         scratch_course(
             solutions_dir,
-            cell_timeout=batch.options.cell_timeout,
-            memory_limit=batch.options.memory_limit,
-            sealed=batch.options.sealed,
+            limits=batch.options.limits,
             gradebook=batch.gradebook,
         ) as course,
     ):
@@ -299,7 +297,7 @@ def _run_notes(report: RunReport, options: GradingOptions) -> list[str]:
     notes = []
     if report.ended and report.ended != "completed":
         notes.append(f"the notebook did not run to the end: {report.ended}")
-    if not options.sealed:
+    if not options.limits.sealed:
         notes.append("unsealed: graded with --no-sandbox, so its code ran with the grader's rights")
     if report.process_limit_note:
         notes.append(report.process_limit_note[:300])
@@ -346,9 +344,9 @@ def diagnose(autograded: Path, report: RunReport, options: GradingOptions) -> li
                 if where not in unfinished:
                     unfinished.append(where)
             elif output.get("ename") in {"KeyboardInterrupt", "CellTimeoutError"}:
-                errors.append(f"{where} ran past the {options.cell_timeout} s limit and was stopped")
-            elif OUT_OF_MEMORY.search(message) and options.memory_limit:
-                errors.append(f"{where} ran out of memory (limit {options.memory_limit / 2**30:g} GiB)")
+                errors.append(f"{where} ran past the {options.limits.cell_timeout} s limit and was stopped")
+            elif OUT_OF_MEMORY.search(message) and options.limits.memory_bytes:
+                errors.append(f"{where} ran out of memory (limit {options.limits.memory_bytes / 2**30:g} GiB)")
             else:
                 errors.append(f"{where} raised {message[:160]}")
     notes = [f"unfinished: {', '.join(unfinished)} still raise NotImplementedError"] if unfinished else []
