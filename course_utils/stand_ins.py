@@ -135,11 +135,22 @@ def torch_softmax_backward(P: torch.Tensor, dP: torch.Tensor) -> torch.Tensor:
     return grad.nan_to_num(0.0)
 
 
+def torch_flash_backward_preprocess(O: torch.Tensor, dO: torch.Tensor) -> torch.Tensor:
+    """Notebook 08's ``flash_backward_preprocess``: D = rowsum(dO * O), summed in float32 (float64 for float64).
+
+    Returns:
+        D [..., T_q] in the summing dtype.
+    """
+    acc = torch.float64 if O.dtype == torch.float64 else torch.float32
+    return torch.linalg.vecdot(dO.to(acc), O.to(acc))  # elementwise and a sum: no matrix product for count_flops
+
+
 SOFTMAX_STAND_IN = {"softmax": torch_softmax}
 SCORES_STAND_IN = {"dot_product_scores": torch_dot_product_scores}
 ATTENTION_STAND_IN = {"dot_product_attention": torch_dot_product_attention}
 CAUSAL_MASK_STAND_IN = {"causal_mask": torch_causal_mask}
 HEADS_STAND_IN = {"split_heads": torch_split_heads, "merge_heads": torch_merge_heads}
+FLASH_PREPROCESS_STAND_IN = {"flash_backward_preprocess": torch_flash_backward_preprocess}  # 08's, inside its backward
 SOFTMAX_BACKWARD_STAND_IN = {"softmax_backward": torch_softmax_backward}  # notebook 08's, inside attention_backward
 FLASH_FORWARD_STAND_IN = {"flash_attention_forward": torch_flash_forward}  # notebook 07's forward, carried into 08
 FLASH_TRITON_STAND_IN = {"flash_attention_triton": torch_flash_attention_triton}  # 07's kernel and launcher, carried into 08

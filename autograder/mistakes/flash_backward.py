@@ -354,8 +354,18 @@ from course_utils.stand_ins import torch_flash_forward as flash_attention_forwar
         edits=(
             ("lse = (m_i + tl.log2(l_i)) * 0.6931471805599453", "lse = m_i + tl.log2(l_i)"),
             (
-                "\n    return O, L",
-                "\n    return O, L\n\n\nfrom course_utils.stand_ins import torch_flash_attention_triton as flash_attention_triton\n",
+                "\n    return O, L\n    ### END SOLUTION",
+                "\n    return O, L\n    ### END SOLUTION\n\n\nfrom course_utils.stand_ins import torch_flash_attention_triton as flash_attention_triton\n",
+            ),
+        ),
+    ),
+    Variant(
+        "the carried 07 launcher left as the stub (notebook 07 grades it; PyTorch's stands in here)",
+        CARRIED_TRITON,
+        edits=(
+            (
+                "    ### BEGIN SOLUTION\n    T_k = K.shape[2]",
+                "    # YOUR CODE HERE\n    raise NotImplementedError()\n    ### BEGIN SOLUTION\n    T_k = K.shape[2]",
             ),
         ),
     ),
