@@ -171,13 +171,13 @@ class SoftmaxRowKernel(EmulatedKernel):
         if BLOCK < n_cols:
             _fail(f"BLOCK={BLOCK} is smaller than n_cols={n_cols}: the kernel reads a whole row in one block of BLOCK >= N columns")
         if grid[1] != 1 or grid[2] != 1:
-            _fail(f"the grid is {grid[:2] if grid[2] == 1 else grid}, but {self.name} uses axis 0 only: one program per row, grid (M,)")
+            _fail(f"the grid is {grid[:2] if grid[2] == 1 else grid}, but {self.name} uses axis 0 only: one program per row")
         rows = grid[0]
         for name, tensor, stride_name in (("x", X, "stride_x"), ("out", OUT, "stride_out")):
             if tensor.dim() != 2:
                 continue
             if tensor.shape[0] != rows:
-                _fail(f"the grid has {rows} programs on axis 0 but {name} has {tensor.shape[0]} rows: one program per row, grid (M,)")
+                _fail(f"the grid has {rows} programs on axis 0 but {name} has {tensor.shape[0]} rows: one program per row")
             if tensor.shape[1] != n_cols:
                 _fail(f"n_cols={n_cols} but {name} has {tensor.shape[1]} columns")
             if n_cols > 1 and tensor.stride(1) != 1:

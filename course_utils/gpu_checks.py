@@ -34,7 +34,7 @@ def _gpu_builds(
             label,
             "started no kernel through course_utils.kernels.launch",
             inputs=None,
-            hint=hint or "keep the given launcher: it starts your kernel with launch(kernel, grid, ...)",
+            hint=hint or "a launcher starts its kernel with launch(kernel, grid, ...)",
         )
     for build in builds:
         if not isinstance(build, dict) or build.get("compiled") is True:
@@ -100,7 +100,12 @@ def check_kernel_ops(
     for kernel, limits in most.items():
         found = [build for build in builds if build.get("kernel") == kernel]
         if not found:
-            _fail(label, f"did not start the kernel {kernel}", inputs=None, hint="keep the given launcher and the kernel's name")
+            _fail(
+                label,
+                f"did not start the kernel {kernel}",
+                inputs=None,
+                hint=f"keep the kernel's name, {kernel}, and start it with launch(...)",
+            )
         for build in found:
             for op, limit in limits.items():
                 count = build.get(op)

@@ -23,6 +23,11 @@ def online_softmax(x, block_size):
     return torch.exp(x - m) / l
 """
 
+# The online_softmax_rows launcher's copy of a matrix whose columns are not contiguous.
+ONLINE_ROWS_COPY = """    if x.stride(1) != 1:  # the kernel reads a row's columns at unit stride: copy only when they are not
+        x = x.contiguous()
+"""
+
 # The solution kernel's key loop header, where a first pass over the keys goes in front.
 TRITON_KEY_LOOP = "    for k_start in range(0, k_end, BLOCK_N):\n"
 TRITON_MAX_PASS = """    for k_start in range(0, k_end, BLOCK_N):  # pass 1: the row max over every key block
@@ -331,7 +336,20 @@ def flash_attention_forward(Q, K, V, is_causal=False, scale=None, block_q=64, bl
         ),
         loses=("test_online_softmax_rows_one_pass_statistics",),
     ),
-    # The launchers students write: softmax_rows and flash_attention_triton.
+    # The launchers students write: online_softmax_rows (under its kernel), softmax_rows and flash_attention_triton.
+    Variant(
+        "online_softmax_rows hands the kernel a transposed x as it is (its columns are not contiguous)",
+        ONLINE_ROWS,
+        edits=((ONLINE_ROWS_COPY, ""),),
+        loses=("test_online_softmax_rows",),
+        undefined_values=True,  # empty_like keeps x's transposed strides, and the kernel's rows overlap there: some stay unwritten
+    ),
+    Variant(
+        "online_softmax_rows starts its kernel with kernel[grid](...), which the GPU compile checks cannot see",
+        ONLINE_ROWS,
+        edits=(("launch(online_softmax_kernel, (x.shape[0],), ", "online_softmax_kernel[(x.shape[0],)]("),),
+        loses=("test_online_softmax_rows", "test_online_softmax_rows_one_pass_statistics"),
+    ),
     Variant(
         "softmax_rows assumes contiguous rows (the row length N as both row strides)",
         SOFTMAX_ROWS_LAUNCHER,
@@ -568,6 +586,17 @@ def softmax_rows(x):
     launch(softmax_row_kernel, grid, x, out, x.shape[1], x.stride(0), out.stride(0), BLOCK=max(16, triton.next_power_of_2(x.shape[1])))
     return out
 """,
+    ),
+    Variant(
+        "online_softmax_rows copying x to contiguous always, with torch.empty and a grid function",
+        ONLINE_ROWS,
+        edits=(
+            (
+                ONLINE_ROWS_COPY + "    out = torch.empty_like(x)\n",
+                "    x = x.contiguous()\n    out = torch.empty(x.shape, dtype=x.dtype, device=x.device)\n",
+            ),
+            ("launch(online_softmax_kernel, (x.shape[0],), ", "launch(online_softmax_kernel, lambda meta: (x.shape[0],), "),
+        ),
     ),
     # The warm-up kernels, written differently.
     Variant(
