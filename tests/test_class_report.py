@@ -11,6 +11,7 @@ import nbformat
 import numpy as np
 import pytest
 
+from autograder.grading import class_report
 from autograder.grading.class_report import (
     CLASS_REPORT_HTML,
     CLASS_REPORT_JSON,
@@ -336,3 +337,33 @@ def test_the_report_opens_from_disk_with_its_sections_and_no_script(tiny_class, 
             assert errors == []
         finally:
             browser.close()
+
+
+def test_a_copy_with_its_metadata_stripped_is_compared_as_graded(tiny_class) -> None:
+    # Grading restores stripped nbgrader metadata before it grades; similarity reads the same repaired notebook.
+    submissions, released = tiny_class
+    stripped = notebook(ANN)
+    for cell in stripped.cells:
+        cell.metadata.pop("nbgrader", None)
+    copy = Submission("gus", "01_a", nbformat.writes(stripped).encode(), received_as="gus.ipynb")
+    result = similar_pairs([submissions[0], copy], ["01_a"], released)
+    assert [(p.first, p.second) for p in result.pairs] == [("ann", "gus")]
+
+
+def test_one_huge_student_costs_similarity_no_more_than_the_cap(tiny_class, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    submissions, released = tiny_class
+    solutions = tmp_path / "solutions" / "01_a"
+    solutions.mkdir(parents=True)
+    nbformat.write(notebook(ANN), solutions / "01_a.ipynb")
+    padding = "".join(f"    junk_{i} = queries.sum() * {i}\n" for i in range(20_000))  # about 0.6 MB of code
+    huge = Submission("hal", "01_a", nbformat.writes(notebook(ANN.replace("    return", padding + "    return", 1))).encode())
+    read = []
+    real_compare = class_report._compare
+    monkeypatch.setattr(class_report, "_compare", lambda a, codes, *rest: read.append(dict(codes)) or real_compare(a, codes, *rest))
+    result = similar_pairs([submissions[0], huge], ["01_a"], released, solutions_dir=tmp_path / "solutions")
+    cap = class_report.MAX_CODE_FACTOR * len(class_report.student_code(notebook(ANN)))
+    assert len(read[0]["hal"]) == cap < len(huge.content)
+    assert result.notes == [
+        f"01_a: only the first {cap:,} characters of code ({class_report.MAX_CODE_FACTOR} times the solution's) were compared for hal"
+    ]
+    assert [(p.first, p.second) for p in result.pairs] == [("ann", "hal")], "the copied function is still found"

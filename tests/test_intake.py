@@ -288,3 +288,17 @@ def test_links_are_never_followed(tmp_path: Path) -> None:
     with opened(submissions) as received:
         intake = take_in(received, ASSIGNMENTS, FUNCTIONS)
     assert ("linker", FIRST) in intake.refused and ("linker", FIRST) not in intake.chosen
+
+
+def test_a_folder_submission_is_held_to_one_archive_entrys_size(tmp_path: Path) -> None:
+    # A zip's entry over the limit is refused; the same file handed in as a folder is refused too, and never read.
+    from autograder.settings import ArchiveLimits
+
+    honest = nbformat.writes(released(FIRST)).encode()
+    for student, data in (("smith", honest), ("huge", honest + b" " * (2 << 20))):
+        (tmp_path / "class" / student).mkdir(parents=True)
+        (tmp_path / "class" / student / f"{FIRST}.ipynb").write_bytes(data)
+    with opened(tmp_path / "class", ArchiveLimits(entry_bytes=1 << 20, total_bytes=64 << 20, entries=100)) as received:
+        intake = take_in(received, ASSIGNMENTS, FUNCTIONS)
+    assert sorted(intake.chosen) == [("smith", FIRST)]
+    assert intake.refused[("huge", FIRST)] == f"'huge/{FIRST}.ipynb': it is larger than 1 MiB, the limit for one file"

@@ -37,11 +37,12 @@ import tempfile
 from collections import defaultdict
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Iterable
+from typing import Any, Iterable
 
 from course_utils.reference import assignment_notebook, cell_source, solution_cells
 
-from ..settings import NOTEBOOKS_DIR
+from ..settings import NOTEBOOKS_DIR, SOLUTIONS_DIR
+from .admission import repair
 from .models import MISCONCEPTION_SEPARATOR, AssignmentSpec, GradeRow, Submission, TestRow
 
 CLASS_REPORT_HTML = "class-report.html"
@@ -67,6 +68,9 @@ SIMILARITY_THRESHOLD = 0.5
 # identical line are 100 % alike and tell nothing.
 MIN_OVERLAP_TOKENS = 100
 CONTEXT_LINES = 10  # lines of unmatched code kept around each match in the side-by-side view
+# copydetect's cost grows with the code it is given (about 10 s per MiB of one student's code here), so each
+# student's code is cut at this many times the solution's, and the report names whom it cut.
+MAX_CODE_FACTOR = 4
 MAX_PAIRS_WITH_CODE = 50  # the most alike pairs show their code side by side; the table and the JSON list all
 
 # A note that says a run was stopped by, or hit, a limit (time, memory, processes, output), or did not finish.
@@ -275,11 +279,17 @@ def template_code(notebook: dict) -> str:
     return "\n\n".join(cell_source(c) for c in notebook["cells"] if c.get("cell_type") == "code")
 
 
-def _read_notebook(content: bytes) -> dict | None:
+def _read_notebook(content: bytes, released: Any = None) -> dict | None:
+    """The notebook as grading read it: with ``released``, repaired as admission repairs it (stripped metadata
+    restored), so a copy whose metadata was stripped is compared by the code that was graded."""
     try:
         notebook = json.loads(content.decode("utf-8"))
         if not isinstance(notebook, dict) or not isinstance(notebook.get("cells"), list):
             return None
+        if released is not None:
+            import nbformat
+
+            notebook = repair(nbformat.reads(json.dumps(notebook), as_version=4), released)[0]
         solution_cells(notebook)  # a cell that does not have the expected shape: not comparable
         return notebook
     except Exception:  # noqa: BLE001 - an unreadable notebook is not compared; its grade row says why
@@ -291,14 +301,16 @@ def similar_pairs(
     assignments: Iterable[str],
     notebooks_dir: Path = NOTEBOOKS_DIR,
     *,
+    solutions_dir: Path = SOLUTIONS_DIR,
     threshold: float = SIMILARITY_THRESHOLD,
     min_overlap_tokens: int = MIN_OVERLAP_TOKENS,
     noise_tokens: int = NOISE_TOKENS,
 ) -> Similarity:
     """Pairs of submissions of the same notebook whose solution-cell code is alike, by copydetect.
 
-    The notebooks are read from the submissions' bytes; copydetect reads files, so each student's
-    code and the template's are written to a temporary folder, removed when done.
+    The notebooks are read from the submissions' bytes and repaired as grading repairs them; copydetect
+    reads files, so each student's code (at most ``MAX_CODE_FACTOR`` times the solution's) and the
+    template's are written to a temporary folder, removed when done.
     """
     by_assignment: dict[str, list[Submission]] = defaultdict(list)
     for submission in submissions:
@@ -306,22 +318,31 @@ def similar_pairs(
             by_assignment[submission.assignment].append(submission)
     result = Similarity(threshold=threshold, min_overlap_tokens=min_overlap_tokens, noise_tokens=noise_tokens)
     for assignment in assignments:
+        template_path = assignment_notebook(notebooks_dir, assignment)
+        released = _released(template_path)
+        template = template_code(released) if released is not None else ""
+        cap = _code_cap(solutions_dir, assignment)
         codes: dict[str, str] = {}
-        unreadable = 0
+        unreadable, cut = 0, []
         for submission in by_assignment.get(assignment, []):
-            notebook = _read_notebook(submission.content or b"")
+            notebook = _read_notebook(submission.content or b"", released)
             if notebook is None:
                 unreadable += 1
                 continue
-            codes.setdefault(submission.student, student_code(notebook))
+            code = student_code(notebook)
+            if cap is not None and len(code) > cap:
+                code = code[:cap]
+                cut.append(submission.student)
+            codes.setdefault(submission.student, code)
         if unreadable:
             result.notes.append(f"{assignment}: {unreadable} notebook(s) could not be read and were not compared")
-        template_path = assignment_notebook(notebooks_dir, assignment)
-        template = ""
-        if template_path.is_file():
-            template = template_code(json.loads(template_path.read_text(encoding="utf-8")))
-        else:
+        if released is None:
             result.notes.append(f"{assignment}: no released notebook at {template_path}, so given code counts as the students' own")
+        if cut:
+            result.notes.append(
+                f"{assignment}: only the first {cap:,} characters of code ({MAX_CODE_FACTOR} times the solution's) were compared "
+                f"for {', '.join(sorted(cut))}"
+            )
         result.compared[assignment] = len(codes)
         if len(codes) < 2:
             continue
@@ -333,6 +354,23 @@ def similar_pairs(
             result.notes.append(f"{assignment}: not compared: copydetect failed ({type(problem).__name__}: {str(problem)[:200]})")
     result.pairs.sort(key=lambda p: (-max(p.first_share, p.second_share), -p.overlap_tokens, p.assignment, p.first, p.second))
     return result
+
+
+def _released(path: Path) -> Any:
+    """The released notebook (an nbformat node), or None when there is none."""
+    if not path.is_file():
+        return None
+    import nbformat
+
+    return nbformat.read(path, as_version=4)
+
+
+def _code_cap(solutions_dir: Path, assignment: str) -> int | None:
+    """How much of one student's code similarity reads: ``MAX_CODE_FACTOR`` times the solution's (None: no solution)."""
+    path = assignment_notebook(solutions_dir, assignment)
+    if not path.is_file():
+        return None
+    return MAX_CODE_FACTOR * max(len(student_code(json.loads(path.read_text(encoding="utf-8")))), 1)
 
 
 def _compare(assignment: str, codes: dict[str, str], template: str, threshold: float, min_overlap: int, noise: int) -> list[SimilarPair]:

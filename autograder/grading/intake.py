@@ -137,13 +137,14 @@ class Received:
 
     root: Path
     refused: tuple[tuple[str, str], ...] = ()
+    limits: ArchiveLimits = ARCHIVE_LIMITS  # a folder's files are held to one archive entry's size too
 
 
 @contextmanager
 def opened(submissions: Path, limits: ArchiveLimits = ARCHIVE_LIMITS) -> Iterator[Received]:
     """A folder to read SUBMISSIONS from: itself, or a private extraction of a zip (nested zips too)."""
     if submissions.is_dir() and not any(submissions.rglob("*.zip")):
-        yield Received(submissions)
+        yield Received(submissions, limits=limits)
         return
     scratch = Path(tempfile.mkdtemp(prefix="attention-intake-"))
     try:
@@ -156,7 +157,7 @@ def opened(submissions: Path, limits: ArchiveLimits = ARCHIVE_LIMITS) -> Iterato
         for inner in sorted(p for p in root.rglob("*.zip") if not p.is_symlink()):  # one zip per student inside an LMS zip
             _extract(inner, inner.with_suffix(""), extraction, prefix=inner.relative_to(root).with_suffix("").as_posix() + "/")
             inner.unlink()
-        yield Received(root, tuple(extraction.refused))
+        yield Received(root, tuple(extraction.refused), limits)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
 
@@ -255,13 +256,27 @@ def _skipped(path: Path, root: Path) -> bool:
     return any(part in SKIPPED_PARTS or part.startswith(".") for part in path.relative_to(root).parts)
 
 
-def notebook_files(root: Path) -> list[Path]:
-    """Every .ipynb under ``root`` that is a regular file (never a link), hidden folders, checkpoints and macOS metadata aside."""
+def notebook_files(root: Path, limits: ArchiveLimits = ARCHIVE_LIMITS) -> list[Path]:
+    """Every .ipynb under ``root`` that is a regular file (never a link) within the size of one archive entry,
+    hidden folders, checkpoints and macOS metadata aside."""
+    return [path for path in _notebooks(root) if path.stat().st_size <= limits.entry_bytes]
+
+
+def _notebooks(root: Path) -> list[Path]:
     return sorted(
         path
         for path in root.rglob("*")
         if not path.is_symlink() and path.is_file() and path.suffix.lower() == ".ipynb" and not _skipped(path, root)
     )
+
+
+def oversized(root: Path, limits: ArchiveLimits = ARCHIVE_LIMITS) -> list[tuple[Path, str]]:
+    """Notebooks of a folder submission larger than one archive entry may be: refused as a zip's would be, unread."""
+    return [
+        (path, f"it is larger than {limits.entry_bytes / 2**20:g} MiB, the limit for one file")
+        for path in _notebooks(root)
+        if path.stat().st_size > limits.entry_bytes
+    ]
 
 
 def links(root: Path) -> list[Path]:
@@ -270,9 +285,9 @@ def links(root: Path) -> list[Path]:
 
 
 def refused_files(received: Received) -> list[tuple[Path, str]]:
-    """(path as received, why) for what intake will not read: links, and what extraction refused."""
+    """(path as received, why) for what intake will not read: links, files over one entry's size, and what extraction refused."""
     found = [(path, "a symbolic link, not a file: links are never followed") for path in links(received.root)]
-    return found + [(received.root / name, why) for name, why in received.refused]
+    return found + oversized(received.root, received.limits) + [(received.root / name, why) for name, why in received.refused]
 
 
 def place(path: Path, root: Path, known: list[str], pattern: re.Pattern[str], graded_functions: dict[str, set[str]]) -> Handin:
@@ -321,7 +336,7 @@ def take_in(
         else:
             intake.unplaced_refused.append((handin, f"{handin.received_as!r}: {why}"))
     by_pair: dict[tuple[str, str], list[Handin]] = {}
-    for path in notebook_files(root):
+    for path in notebook_files(root, received.limits):
         handin = place(path, root, known, pattern, graded_functions)
         if handin.student is None:
             intake.unplaced.append(
