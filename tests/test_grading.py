@@ -271,7 +271,12 @@ def test_the_full_demo_hands_in_catalogued_mistakes(tmp_path) -> None:
 
 
 # Mistakes no feedback can name from results: which entries come out wrong depends on what memory held.
-UNNAMEABLE = {"matmul does not mask the ragged last step along K": "it reads past K, and what lies there decides which entries are wrong"}
+UNNAMEABLE = {
+    "matmul does not mask the ragged last step along K": "it reads past K, and what lies there decides which entries are wrong",
+    # Its results are right; what it gets wrong is memory past the output, which the record holds only as the input of the
+    # test's next call, where a right answer passes it through unchanged: no recorded result tells it from a right answer.
+    "vector_add stores without a mask (writes past the end of the output)": "only the memory past its output shows it",
+}
 
 
 @pytest.mark.parametrize(("assignment", "mistake"), MISTAKE_CASES, ids=[m.name for _, m in MISTAKE_CASES])

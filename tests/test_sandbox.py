@@ -240,3 +240,27 @@ def test_a_cell_that_ignores_the_alarm_is_stopped_by_the_grader_near_its_limit(m
     assert "ran past the 3 s limit for a cell, kept running through the signal that stops it" in run.ended, run.ended
     assert 0 in run.finished and 1 not in run.finished  # stopped by the cell's limit, not the whole run's (120 s)
     assert printed("print(json.dumps({'next': True}))") == {"next": True}, "the runner carries on"
+
+
+def test_a_sealed_run_imports_the_graders_own_course_utils() -> None:
+    # A venv with the course installed from another checkout imports that checkout's course_utils in isolation; the
+    # sandbox sees only this one (bound at its path), so the runner puts it first: the two sides share one protocol.
+    import course_utils
+
+    seen = printed("import course_utils, json\nprint(json.dumps({'path': course_utils.__file__}))")
+    assert seen == {"path": course_utils.__file__}
+
+
+def test_only_a_missing_bwrap_is_answered_with_install_bubblewrap(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:
+    from autograder.grading import pipeline
+
+    for problem, told in (
+        (sandbox.BWRAP_MISSING, "install bubblewrap"),
+        ("bwrap could not start a sandbox: ModuleNotFoundError: No module named 'course_utils'", "this checkout's course_utils"),
+    ):
+        monkeypatch.setattr(pipeline, "sandbox_problem", lambda problem=problem: problem)
+        with pytest.raises(ValueError) as refused:
+            (tmp_path / "class").mkdir(exist_ok=True)
+            pipeline.grade(tmp_path / "class", tmp_path / "out", progress=False)
+        assert f"cannot seal the grading runs here: {problem}; " in str(refused.value) and told in str(refused.value)
+        assert ("install bubblewrap" in str(refused.value)) == (problem == sandbox.BWRAP_MISSING)

@@ -38,7 +38,7 @@ from .models import (
     Submission,
 )
 from .reports import write_csvs, write_summary
-from .sandbox import sandbox_problem
+from .sandbox import sandbox_problem, sandbox_remedy
 from .scheduling import ChunkQueue, chunk_size
 from .worker import GradingBatch, not_handed_in, snapshot, ungraded
 
@@ -82,7 +82,7 @@ def grade(
     if gradebook:
         check_gradebook_url(gradebook)
     if sandbox and scheduler is None and (problem := sandbox_problem()):
-        raise ValueError(f"cannot seal the grading runs here ({problem}); install bubblewrap, or pass --no-sandbox to grade unsealed")
+        raise ValueError(f"cannot seal the grading runs here: {problem}; {sandbox_remedy(problem)}, or pass --no-sandbox to grade unsealed")
     known = list_assignments(solutions_dir)
     unknown = sorted(set(assignments or []) - set(known))
     if unknown:

@@ -54,6 +54,9 @@ MAX_RETURN_BYTES = 256 * 2**20  # outputs and record together
 CELL_GRACE_S = 10
 
 
+BWRAP_MISSING = "bubblewrap (bwrap) is not installed"
+
+
 class SandboxUnavailable(RuntimeError):
     """bubblewrap is missing or cannot create namespaces here."""
 
@@ -102,7 +105,7 @@ def _system_binds() -> list[str]:
 def bwrap_command(mpl_cache: Path | None, argv: list[str]) -> list[str]:
     bwrap = shutil.which("bwrap")
     if bwrap is None:
-        raise SandboxUnavailable("bubblewrap (bwrap) is not installed")
+        raise SandboxUnavailable(BWRAP_MISSING)
     args = [
         bwrap,
         "--unshare-user", "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
@@ -140,6 +143,7 @@ def _environment(home: str, mpl_dir: str, sealed: bool) -> dict[str, str]:
         "CUDA_VISIBLE_DEVICES": "",
         "PYTHONDONTWRITEBYTECODE": "1",
         "COURSE_SEALED": "1" if sealed else "0",
+        "COURSE_UTILS_PARENT": str(Path(course_utils.__file__).resolve().parent.parent),  # the grader's, first on the path
     }
 
 
@@ -187,6 +191,13 @@ def sandbox_problem() -> str | None:
         return f"bwrap could not start a sandbox: {result.stderr.decode(errors='replace').strip()[:300]}"
     said = result.stdout.decode(errors="replace").strip()
     return None if said == "ok" else f"the sandbox cannot isolate a submission: {said[:300]}"
+
+
+def sandbox_remedy(problem: str) -> str:
+    """What to do about a ``sandbox_problem``: installing bubblewrap helps only where it is what is missing."""
+    if problem == BWRAP_MISSING:
+        return "install bubblewrap (the README's setup)"
+    return "the sandbox sees only the Python installation, its packages and this checkout's course_utils, read-only"
 
 
 class RunnerBroken(RuntimeError):

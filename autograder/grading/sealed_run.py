@@ -45,7 +45,12 @@ import sys
 import tempfile
 from typing import Any
 
-from course_utils.sealed_protocol import RECORD, RUN, CellFrame, EndFrame, frame
+# The grader's own course_utils, bound read-only at its path (sandbox._python_paths), comes first: a Python whose
+# environment has the course installed from another checkout would otherwise import that one, which is not there.
+if os.environ.get("COURSE_UTILS_PARENT"):
+    sys.path.insert(0, os.environ["COURSE_UTILS_PARENT"])
+
+from course_utils.sealed_protocol import RECORD, RUN, CellFrame, EndFrame, frame  # noqa: E402 - after the path above
 
 SCRATCH_SIZE = "512m"
 MAX_STREAM_CHARS = 1_000_000  # per cell; the grader keeps far fewer (nbgrader_ext.limits)

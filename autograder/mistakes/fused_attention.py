@@ -262,6 +262,7 @@ def flash_attention_forward(Q, K, V, is_causal=False, scale=None, block_q=64, bl
         ADD,
         edits=(("tl.store(Z + offsets, x + y, mask=inside)", "tl.store(Z + offsets, x + y)"),),
         loses=("test_vector_add",),
+        undefined_values=True,  # what it writes past the end is what its masked loads left there
     ),
     Variant(
         "row_sums assumes a contiguous matrix (i * N + j instead of the strides)",
