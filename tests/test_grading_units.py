@@ -174,3 +174,15 @@ def test_each_assignment_is_checked_once_per_run_before_grading() -> None:
 def test_a_failed_end_check_stops_the_pool_run() -> None:
     with ThreadPoolExecutor(2) as executor, pytest.raises(HealthCheckFailed):
         list(_in_pool(executor, 2, _Batch([], check_fails=True), _class({"01_a": 3}), _Bar(), local=True))
+
+
+def test_a_tls_scheduler_without_certificates_is_refused_with_what_to_give() -> None:
+    # The documented cluster across machines is TLS-only; a grader without the certificates says which settings it lacks.
+    import dask
+
+    from autograder.grading.executors import grading_executor
+
+    names = ("distributed.comm.tls.ca-file", "distributed.comm.tls.client.cert", "distributed.comm.tls.client.key")
+    with dask.config.set(dict.fromkeys(names)), pytest.raises(ValueError, match="TLS scheduler: give its certificates"):
+        with grading_executor(jobs=1, scheduler="tls://127.0.0.1:1"):
+            pass

@@ -25,6 +25,11 @@ def grading_executor(jobs: int = 1, scheduler: str | None = None) -> Iterator[tu
             from distributed import Client
         except ImportError:
             raise ValueError("--scheduler needs Dask: pip install 'dask[distributed]'") from None
+        if scheduler.startswith("tls://") and not dask_tls_configured():
+            raise ValueError(
+                f"{scheduler} is a TLS scheduler: give its certificates through DASK_DISTRIBUTED__COMM__TLS__CA_FILE, "
+                "..._TLS__CLIENT__CERT and ..._TLS__CLIENT__KEY (docs/instructors.md, Grading on a cluster)"
+            )
         try:
             client = Client(scheduler, timeout="20s")
         except (OSError, TimeoutError) as error:
@@ -39,3 +44,11 @@ def grading_executor(jobs: int = 1, scheduler: str | None = None) -> Iterator[tu
             yield pool, jobs
     else:
         yield None, 1
+
+
+def dask_tls_configured() -> bool:
+    """Whether Dask's configuration names the CA file and a client certificate and key (what a TLS client needs)."""
+    import dask
+
+    names = ("distributed.comm.tls.ca-file", "distributed.comm.tls.client.cert", "distributed.comm.tls.client.key")
+    return all(dask.config.get(name, None) for name in names)
