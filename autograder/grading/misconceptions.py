@@ -246,7 +246,8 @@ def _same_entries_wrong(module: Any, solution: Any, call: recording.Replayed) ->
     What an unwritten entry holds depends on what memory held before, so the mistake runs with
     uninitialised memory filled with NaN (or the largest integer): every entry it leaves undefined
     counts as wrong. The student's garbage may happen to equal the right value at some of those
-    entries, so their wrong entries need only fall inside the mistake's, not match them.
+    entries, so their wrong entries need only fall inside the mistake's, not match them; and the mistake must
+    leave some entries right, or any wrong answer would fall inside.
     """
     student = call.outcome.value
     if call.outcome.kind != "value" or call.measure is not None or call.attribute is not None or call.target.startswith("handle:"):
@@ -266,7 +267,10 @@ def _same_entries_wrong(module: Any, solution: Any, call: recording.Replayed) ->
     if not pieces or any(s.shape != e.shape or m.shape != e.shape for s, m, e in pieces):
         return False
     wrong = [(_wrong_entries(s, e), _wrong_entries(m, e)) for s, m, e in pieces]
-    return any(ws.any() for ws, _ in wrong) and not any((ws & ~wm).any() for ws, wm in wrong)
+    # A mistake wrong everywhere would "match" any wrong answer: only one that leaves some entries right, where the
+    # student is right too, tells its bug from another's.
+    informative = any((~wm).any() for _, wm in wrong)
+    return informative and any(ws.any() for ws, _ in wrong) and not any((ws & ~wm).any() for ws, wm in wrong)
 
 
 @contextlib.contextmanager
