@@ -60,6 +60,8 @@ def parse_address(url: str, branch: str = "main") -> CourseAddress:
     match = GITHUB_URL.fullmatch(url.strip())
     if match is None:
         raise AddressError(f"not a GitHub repository address: {url!r} (expected https://github.com/OWNER/REPO)")
+    if (match.group(1), match.group(2)) == ("OWNER", "REPO"):  # the docs' placeholder, copied as it is
+        raise AddressError(f"{url!r} is the placeholder: put your course's own GitHub owner and repository in its place")
     if not BRANCH_NAME.fullmatch(branch) or ".." in branch:
         raise AddressError(f"not a branch name: {branch!r}")
     return CourseAddress(f"https://github.com/{match.group(1)}/{match.group(2)}", branch)

@@ -236,6 +236,7 @@ def test_an_address_set_once_reaches_every_badge_and_setup_cell(tmp_path: Path, 
         ("https://github.com/a/b", 'main" + __import__("os").system("x") + "'),
         ("https://github.com/a/b/tree/main", "main"),
         ("https://github.com/a/b", "../../etc"),
+        ("https://github.com/OWNER/REPO", "main"),  # the docs' placeholder, copied as it is
     ],
 )
 def test_an_address_that_colab_cannot_open_or_that_would_break_a_cell_is_refused(url: str, branch: str) -> None:

@@ -186,3 +186,17 @@ def test_a_tls_scheduler_without_certificates_is_refused_with_what_to_give() -> 
     with dask.config.set(dict.fromkeys(names)), pytest.raises(ValueError, match="TLS scheduler: give its certificates"):
         with grading_executor(jobs=1, scheduler="tls://127.0.0.1:1"):
             pass
+
+
+def test_a_relative_sqlite_gradebook_is_made_absolute_where_grade_was_started(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Grading works in scratch folders: `--gradebook sqlite:///gradebook.db`, as the docs write it, must still mean
+    # the file beside the instructor, not one in whatever folder the export runs from.
+    from autograder.grading.gradebook_export import check_gradebook_url
+
+    monkeypatch.chdir(tmp_path)
+    assert check_gradebook_url("sqlite:///gradebook.db") == f"sqlite:///{tmp_path / 'gradebook.db'}"
+    assert check_gradebook_url("sqlite:///course/gb.db") == f"sqlite:///{tmp_path / 'course' / 'gb.db'}"
+    assert check_gradebook_url(f"sqlite:///{tmp_path}/x.db") == f"sqlite:///{tmp_path}/x.db"  # absolute: as given
+    assert check_gradebook_url("postgresql://u:p@host/db") == "postgresql://u:p@host/db"
+    with pytest.raises(ValueError, match="not an SQLAlchemy URL"):
+        check_gradebook_url("gradebook.db")

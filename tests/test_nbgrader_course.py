@@ -90,9 +90,22 @@ def test_exchange_round_trip_then_grade_into_the_gradebook(course: Path, tmp_pat
 
     out = tmp_path / "grading-out"
     url = f"sqlite:///{course / 'gradebook.db'}"
+    # Relative, as docs/instructors.md writes it, from the course folder: the grader works in scratch folders, and
+    # the URL must still mean this gradebook.
     result = subprocess.run(
-        [sys.executable, "-m", "autograder", "grade", str(submitted), "--out", str(out), "--gradebook", url, "--no-feedback"],
-        cwd=REPO_ROOT,
+        [
+            sys.executable,
+            "-m",
+            "autograder",
+            "grade",
+            str(submitted),
+            "--out",
+            str(out),
+            "--gradebook",
+            "sqlite:///gradebook.db",
+            "--no-feedback",
+        ],
+        cwd=course,
         capture_output=True,
         text=True,
         timeout=600,

@@ -30,15 +30,27 @@ if TYPE_CHECKING:
     from nbgrader.api import Gradebook
 
 
-def check_gradebook_url(url: str) -> None:
-    """Refuse a malformed URL before grading starts, not after the class was graded."""
+def check_gradebook_url(url: str) -> str:
+    """The URL to write to, checked before grading starts, not after the class was graded.
+
+    A relative SQLite path (``sqlite:///gradebook.db``) is made absolute here, against the folder ``grade``
+    was started in: grading works in scratch folders, where the same relative path would name another file.
+    """
     from sqlalchemy.engine import make_url
     from sqlalchemy.exc import ArgumentError
 
     try:
-        make_url(url)
+        parsed = make_url(url)
     except ArgumentError as error:
         raise ValueError(f"--gradebook {url!r} is not an SQLAlchemy URL (e.g. sqlite:////srv/course/gradebook.db): {error}") from None
+    if (
+        parsed.get_backend_name() == "sqlite"
+        and parsed.database
+        and parsed.database != ":memory:"
+        and not Path(parsed.database).is_absolute()
+    ):
+        return parsed.set(database=str(Path(parsed.database).resolve())).render_as_string(hide_password=False)
+    return url
 
 
 def export_to_gradebook(url: str, grades: list[GradeRow], tests: list[TestRow], solutions_dir: Path = SOLUTIONS_DIR) -> GradebookExport:

@@ -80,7 +80,7 @@ def grade(
     submissions, out = submissions.resolve(), out.resolve()
     _check_paths(submissions, out, solutions_dir)
     if gradebook:
-        check_gradebook_url(gradebook)
+        gradebook = check_gradebook_url(gradebook)  # a relative SQLite path made absolute before any folder changes
     if sandbox and scheduler is None and (problem := sandbox_problem()):
         raise ValueError(f"cannot seal the grading runs here: {problem}; {sandbox_remedy(problem)}, or pass --no-sandbox to grade unsealed")
     known = list_assignments(solutions_dir)
