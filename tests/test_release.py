@@ -169,3 +169,13 @@ def test_a_later_notebook_that_hands_out_an_answer_is_caught(tmp_path) -> None:
         ("08_flash_backward:FlashAttention", "09_language_model", "leak"),
         ("08_flash_backward:FlashAttentionTriton", "09_language_model", "leak"),
     }
+
+
+def test_feedback_on_the_solution_itself_shows_each_discussion_once(tmp_path) -> None:
+    # Grading the solution file (a check instructors run) printed DuplicateCellId and showed every discussion twice.
+    source = _question_notebook()
+    (tmp_path / "a").mkdir()
+    nbformat.write(source, tmp_path / "a" / "a.ipynb")
+    resources = {"nbgrader": {"assignment": "a", "notebook": "a", "student": "s"}}
+    feedback, _ = RestoreDiscussions(source_dir=str(tmp_path)).preprocess(nbformat.from_dict(source), resources)
+    assert [c.get("id") for c in feedback.cells] == ["test-q", "why", "shown", "next"]

@@ -69,7 +69,8 @@ class WithholdDiscussion(NbGraderPreprocessor):
 class RestoreDiscussions(NbGraderPreprocessor):
     """Puts each discussion from the source notebook back after the test cell it follows there.
 
-    The note that ``WithholdDiscussion`` left in its place goes. A run whose test cell the
+    The note that ``WithholdDiscussion`` left in its place goes, and so does a copy of a discussion the
+    submission already holds (the solution file handed in), so each shows once. A run whose test cell the
     submission lacks (nbgrader restores deleted test cells, so this is rare) is left out.
     """
 
@@ -80,9 +81,12 @@ class RestoreDiscussions(NbGraderPreprocessor):
         if source is None:
             return nb, resources
         after = {grade_id: run for grade_id, run in discussion_runs(source.cells) if grade_id}
+        restored_ids = {cell.get("id") for run in after.values() for cell in run} - {None}
         cells: list[NotebookNode] = []
         for cell in nb.cells:
             if cell.cell_type == "markdown" and cell.source.strip() == WITHHELD_NOTE:
+                continue
+            if cell.get("id") in restored_ids:  # a notebook that already holds the discussion (the solution handed in)
                 continue
             cells.append(cell)
             for discussed in after.get(_grade_id(cell) or "", []):
