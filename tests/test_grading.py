@@ -326,3 +326,44 @@ def test_an_uncatalogued_mistake_costs_its_own_tests_and_is_told_where_it_is(gra
     assert not [named[test] for test in mistake.loses if named[test]], "a catalogued misconception named for a bug it is not"
     page = " ".join(unescape((graded_class.out / "feedback" / student / f"{assignment}.html").read_text()).split())
     assert [phrase for phrase in held.says if phrase not in page] == [], "the feedback does not say where the bug is"
+
+
+# Catalogued mistakes that give the same results on a test's inputs: the evidence names both, rightly.
+SAME_EVIDENCE = {
+    frozenset({"scales the keys as well as the queries (the scale counted twice)", "scales by 1/d_k instead of 1/sqrt(d_k)"}): (
+        "the same function: (Q s)(K s)^T = Q K^T s^2, and s^2 = 1/d_k"
+    ),
+    frozenset(
+        {
+            "packed_sequence_mask off by one at the boundaries (first token glued to the previous sequence)",
+            "packed_sequence_mask, causal: one causal mask over the whole row (sequences see the ones before them)",
+        }
+    ): "on lengths [2, 1], the causal test's first call (where it stops), both give one causal triangle over all three tokens",
+    frozenset(
+        {
+            "flash_attention_forward tiles only the queries (full rows of scores)",
+            "flash_attention_forward computes the tiles past the diagonal and masks them",
+        }
+    ): "the skipping test measures FLOPs: both compute every tile of a causal row",
+    frozenset(
+        {
+            "flash_attention_backward keeps the whole P (the plain backward inside)",
+            "flash_attention_backward masks tiles instead of skipping them",
+        }
+    ): "the skipping test measures FLOPs: both compute every tile",
+}
+
+
+def test_no_submission_is_told_of_a_mistake_it_did_not_make(graded_class: GradedClass) -> None:
+    # Naming needs distinguishing evidence: a submission with catalogued (and held-out) mistakes is told only of its own,
+    # or of one that gives the same results on that test's inputs (SAME_EVIDENCE, each with the reason).
+    wrong = []
+    for student, mistakes in graded_class.mistake_students.items():
+        made = {m.name for m in mistakes}
+        for row in graded_class.report.tests:
+            if row.student_id != student or not row.misconception:
+                continue
+            for name in row.misconception.split(MISCONCEPTION_SEPARATOR):
+                if name not in made and not any(frozenset({name, own}) in SAME_EVIDENCE for own in made):
+                    wrong.append((student, row.test, name))
+    assert not wrong, "\n".join(map(str, wrong))
