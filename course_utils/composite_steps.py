@@ -24,7 +24,7 @@ from typing import Any, Callable, Iterator
 import torch
 from torch import nn
 
-from .comparisons import _recording, tolerance
+from .comparisons import CheckFailed, _recording, check_close
 from .student_calls import _run_student
 
 # In the order the block computes them: (key, what a student reads).
@@ -93,20 +93,15 @@ def first_difference(student: dict[str, Any], expected: dict[str, list[torch.Ten
 
 
 def _difference(got: Any, want: torch.Tensor) -> str:
-    if not isinstance(got, torch.Tensor):
-        return f"got {type(got).__name__}"
-    if got.shape != want.shape:
-        return f"shape {list(got.shape)}, expected {list(want.shape)}"
-    if want.dtype == torch.bool or got.dtype == torch.bool:
-        wrong = got.to(torch.bool) != want.to(torch.bool)
+    """What differs, as ``check_close`` says it (shape, NaN, largest error and where), or "" when nothing does."""
+    if want.dtype == torch.bool and isinstance(got, torch.Tensor) and got.shape == want.shape:
+        wrong = got.to(torch.bool) != want  # a mask: how many entries, not its values
         return f"{int(wrong.sum())} of {wrong.numel()} entries differ" if wrong.any() else ""
-    limits = tolerance(want.dtype)
-    got, want = got.to(want.dtype), want
-    close = torch.isclose(got, want, rtol=limits.rtol, atol=limits.atol, equal_nan=True)
-    if bool(close.all()):
-        return ""
-    error = (got - want).abs().nan_to_num(float("inf"))
-    return f"largest error {error.max().item():.3g} ({int((~close).sum())} of {close.numel()} entries differ)"
+    try:
+        check_close(got, want, label="", check_dtype=False)
+    except CheckFailed as failed:
+        return failed.problem
+    return ""
 
 
 @contextlib.contextmanager

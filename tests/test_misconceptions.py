@@ -5,7 +5,7 @@ from __future__ import annotations
 import nbformat
 import torch
 
-from autograder.grading.misconceptions import _close, _reproduces, section_of
+from autograder.grading.misconceptions import _close, _reproduces, _solution_agreement, section_of
 from autograder.grading.models import MISCONCEPTION_SEPARATOR
 from autograder.mistakes import MISTAKES
 from autograder.settings import SOLUTIONS_DIR
@@ -36,6 +36,11 @@ def test_no_catalogued_name_holds_the_separator_of_tests_csv() -> None:
     assert not [m.name for mistakes in MISTAKES.values() for m in mistakes if MISCONCEPTION_SEPARATOR in m.name]
 
 
+def reproduces(assignment: str, mistake, cell: str, calls: list[recording.Replayed]) -> bool:
+    """As naming decides it: the mistake against the student's results, the solution's worked out beside them."""
+    return _reproduces(assignment, mistake, cell, calls, _solution_agreement(assignment, calls))
+
+
 def _softmax_call(logits: torch.Tensor, student_result: torch.Tensor) -> recording.Replayed:
     """A recorded call of 01's softmax on ``logits``, as the trusted pass keeps it."""
     return recording.Replayed("name:softmax", None, (logits,), {}, None, (), None, recording.CallOutcome("value", value=student_result))
@@ -49,16 +54,16 @@ def test_a_mistake_is_named_only_on_a_call_that_tells_it_from_a_right_answer() -
     # Rows of modest logits: one global max gives the right weights, so a right answer matches the mistake here.
     small = torch.tensor([[0.5, -1.0, 2.0], [1.0, 0.0, -0.5]], dtype=torch.float64)
     right = torch.softmax(small, dim=-1)
-    assert not _reproduces(assignment, global_max, cell, [_softmax_call(small, right)]), "named on a call where it is right"
+    assert not reproduces(assignment, global_max, cell, [_softmax_call(small, right)]), "named on a call where it is right"
     # Rows a thousand apart: the row far below the global max underflows to 0/0 = NaN under the mistake.
     apart = torch.tensor([[0.5, -1.0, 2.0], [-1000.0, -1001.0, -999.0]], dtype=torch.float64)
     wrong = torch.exp(apart - apart.max())
     wrong = wrong / wrong.sum(dim=-1, keepdim=True)
     assert wrong.isnan().any() and not torch.softmax(apart, dim=-1).isnan().any()
     calls = [_softmax_call(small, right), _softmax_call(apart, wrong)]
-    assert _reproduces(assignment, global_max, cell, calls), "the distinguishing call is the mistake's result"
+    assert reproduces(assignment, global_max, cell, calls), "the distinguishing call is the mistake's result"
     # The right answer on the distinguishing input names nothing.
-    assert not _reproduces(assignment, global_max, cell, [_softmax_call(small, right), _softmax_call(apart, torch.softmax(apart, -1))])
+    assert not reproduces(assignment, global_max, cell, [_softmax_call(small, right), _softmax_call(apart, torch.softmax(apart, -1))])
 
 
 def test_tensors_on_the_meta_device_compare_by_shape_dtype_and_device() -> None:
@@ -80,6 +85,6 @@ def test_a_mistake_on_the_masks_device_is_named_only_where_the_device_tells_it_a
         return recording.Replayed("name:causal_mask", None, (3, 5), {"device": device}, None, (), None, outcome)
 
     cell = solution_cells(source)["causal_mask"]
-    assert _reproduces(assignment, cpu_only, cell, [call("cpu", on_cpu), call("meta", on_cpu)])
-    assert not _reproduces(assignment, cpu_only, cell, [call("cpu", on_cpu)]), "on the CPU the mistake is right"
-    assert not _reproduces(assignment, cpu_only, cell, [call("meta", on_cpu.to("meta"))]), "a right answer names nothing"
+    assert reproduces(assignment, cpu_only, cell, [call("cpu", on_cpu), call("meta", on_cpu)])
+    assert not reproduces(assignment, cpu_only, cell, [call("cpu", on_cpu)]), "on the CPU the mistake is right"
+    assert not reproduces(assignment, cpu_only, cell, [call("meta", on_cpu.to("meta"))]), "a right answer names nothing"

@@ -245,10 +245,18 @@ def test_a_cell_that_ignores_the_alarm_is_stopped_by_the_grader_near_its_limit(m
 def test_a_sealed_run_imports_the_graders_own_course_utils() -> None:
     # A venv with the course installed from another checkout imports that checkout's course_utils in isolation; the
     # sandbox sees only this one (bound at its path), so the runner puts it first: the two sides share one protocol.
+    from pathlib import Path
+
     import course_utils
 
-    seen = printed("import course_utils, json\nprint(json.dumps({'path': course_utils.__file__}))")
-    assert seen == {"path": course_utils.__file__}
+    seen = printed(
+        "import course_utils, json, os, sys, site\n"
+        "first = os.environ['COURSE_UTILS_PARENT']\n"
+        "print(json.dumps({'path': course_utils.__file__, 'first': first, 'before_site': sys.path.index(first)"
+        " < min(sys.path.index(p) for p in site.getsitepackages() if p in sys.path)}))"
+    )
+    parent = str(Path(course_utils.__file__).resolve().parent.parent)
+    assert seen == {"path": course_utils.__file__, "first": parent, "before_site": True}
 
 
 def test_only_a_missing_bwrap_is_answered_with_install_bubblewrap(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:

@@ -74,12 +74,17 @@ def name_misconceptions(
     # them passed, that mistake is not what the student made.
     candidates = [m for m in MISTAKES.get(assignment, []) if m.loses and set(m.loses) <= failed and m.cell in cells]
     candidates.sort(key=lambda m: len(failed ^ set(m.loses)))  # the nearest to what failed first
+    agreement: dict[str, list[bool]] = {}  # test -> whether the solution gives the student's result, call by call
     for mistake in candidates:
         if time.process_time() - started > budget_s:
             break
         tests = [t for t in mistake.loses if t in failed and replayed.get(t)]
+        if not tests:
+            continue
         # The first test the mistake loses is the one that names it: its results decide (and cost the least time).
-        if tests and _reproduces_safely(assignment, mistake, cells[mistake.cell], replayed[tests[0]]):
+        if tests[0] not in agreement:  # the solution's side is the same for every candidate: worked out once per test
+            agreement[tests[0]] = _solution_agreement(assignment, replayed[tests[0]])
+        if _reproduces_safely(assignment, mistake, cells[mistake.cell], replayed[tests[0]], agreement[tests[0]]):
             found = Misconception(mistake.name, section_of(source, mistake.cell))
             for test in tests:
                 named.setdefault(test, []).append(found)
@@ -93,15 +98,32 @@ def _module(assignment: str, mistake: Variant, solution_source: str) -> Any:
     return _modules[key]
 
 
-def _reproduces_safely(assignment: str, mistake: Variant, solution_source: str, calls: list[recording.Replayed]) -> bool:
+def _reproduces_safely(
+    assignment: str, mistake: Variant, solution_source: str, calls: list[recording.Replayed], solution_agrees: list[bool]
+) -> bool:
     """``_reproduces``, where any failure of the comparison itself names nothing: naming must never cost a grade."""
     try:
-        return _reproduces(assignment, mistake, solution_source, calls)
+        return _reproduces(assignment, mistake, solution_source, calls, solution_agrees)
     except Exception:  # noqa: BLE001 - a result that cannot be compared is no evidence
         return False
 
 
-def _reproduces(assignment: str, mistake: Variant, solution_source: str, calls: list[recording.Replayed]) -> bool:
+def _solution_agreement(assignment: str, calls: list[recording.Replayed]) -> list[bool]:
+    """For each call, whether the solution gives the student's result there too (such a call tells no mistake from it).
+
+    A call the solution cannot be compared on counts as agreeing: it cannot be the one that distinguishes.
+    """
+    try:
+        solution = load_solution(assignment)
+    except Exception:  # noqa: BLE001 - without the solution no call distinguishes anything
+        return [True] * len(calls)
+    objects: dict[int, Any] = {}  # handle number in the record -> the solution's object
+    return [_solution_gives(solution, objects, call) for call in calls]
+
+
+def _reproduces(
+    assignment: str, mistake: Variant, solution_source: str, calls: list[recording.Replayed], solution_agrees: list[bool]
+) -> bool:
     """The mistake gives every comparable result of ``calls``, and on at least one of them that result is wrong.
 
     Only a call where the mistake's result differs from the solution's can tell the mistake from a
@@ -114,20 +136,18 @@ def _reproduces(assignment: str, mistake: Variant, solution_source: str, calls: 
     """
     try:
         module = _module(assignment, mistake, solution_source)
-        solution = load_solution(assignment)
+        solution = load_solution(assignment) if mistake.undefined_values else None
     except Exception:  # noqa: BLE001 - a mistake that cannot even load names nothing
         return False
     objects: dict[int, Any] = {}  # handle number in the record -> the mistake's object
-    solution_objects: dict[int, Any] = {}  # the same handles, made by the solution
     distinguished = False
-    for call in calls:
-        solution_agrees = _solution_gives(solution, solution_objects, call)  # run for every call: it makes the handles too
+    for call, agrees in zip(calls, solution_agrees):
         try:
             same = _same_result(module, objects, call)
-            if not same and mistake.undefined_values:
+            if not same and solution is not None:
                 same = distinguishing = _same_entries_wrong(module, solution, call)
             else:
-                distinguishing = same and not solution_agrees
+                distinguishing = same and not agrees
         except _NotComparable:
             continue
         if not same:
