@@ -10,7 +10,8 @@ cells end with ``assert check_...(...)``, so the last line of a test cell is alw
   ``gradients``, ...), run, recorded or replayed (``recording``);
 - ``tripwires``: the built-ins a graded function must not call (``forbidden``);
 - ``questions``: graded questions (``check_answer_format``, ``check_answer``);
-- ``gpu_checks``: what a kernel compiles to for a real GPU (``check_builds_for_gpu``, ``check_kernel_ops``);
+- ``gpu_checks``: whether a kernel compiles for a real GPU (``check_builds_for_gpu``);
+- ``execution_checks``: what kernels did as they ran (a trace from ``kernel_trace``);
 - ``inputs``: the inputs tests build (``random_tensor``, ``random_shape``, ``nan_padded``).
 """
 
@@ -31,7 +32,7 @@ from .comparisons import (
     exp_rounding,
     tolerance,
 )
-from .gpu_checks import KERNEL_OPS, check_builds_for_gpu, check_kernel_ops
+from .gpu_checks import check_builds_for_gpu
 from .inputs import nan_padded, random_shape, random_tensor
 from .questions import ANSWER_KINDS, check_answer, check_answer_format
 from .student_calls import call, check_gradcheck, check_no_builtin, check_raises, gradients, saved_for_backward
@@ -39,7 +40,6 @@ from .tripwires import ForbiddenCallError, forbidden
 
 __all__ = [
     "ANSWER_KINDS",
-    "KERNEL_OPS",
     "TOLERANCES",
     "ForbiddenCallError",
     "Tolerance",
@@ -54,7 +54,6 @@ __all__ = [
     "check_each_close",
     "check_equal",
     "check_gradcheck",
-    "check_kernel_ops",
     "check_matches",
     "check_no_builtin",
     "check_raises",

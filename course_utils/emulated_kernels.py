@@ -41,6 +41,15 @@ class EmulatedKernel:
     name = "kernel"
     parameters: tuple[str, ...] = ()
 
+    def __init__(self, marked: bool = False) -> None:
+        # marked: every value written is one more than the kernel's docstring says. A launcher must return
+        # what its kernel wrote, so its result is then the right answer plus one; one that computes the
+        # answer itself (and launches a kernel for show) returns the answer without the one.
+        self.marked = marked
+
+    def mark(self, value: torch.Tensor) -> torch.Tensor:
+        return value + 1 if self.marked else value
+
     def __getitem__(self, grid: Any) -> Any:
         def launched(*args: Any, **kwargs: Any) -> None:
             self._launch(grid, args, kwargs)
@@ -188,7 +197,7 @@ class SoftmaxRowKernel(EmulatedKernel):
             _same_strides(tensor, name, (stride_x if name == "x" else stride_out, 1), (stride_name, "its column stride"))
         x = _strided(X, "x", (rows, n_cols), (stride_x, 1))
         out = _strided(OUT, "out", (rows, n_cols), (stride_out, 1))
-        out.copy_(torch.softmax(x.float(), dim=-1).to(OUT.dtype))
+        out.copy_(self.mark(torch.softmax(x.float(), dim=-1)).to(OUT.dtype))
 
 
 LOG2_E = 1.4426950408889634
@@ -279,11 +288,14 @@ class FlashAttentionKernel(EmulatedKernel):
         scores = (q @ k.transpose(-2, -1)) * scale
         if causal:
             scores = scores.masked_fill(torch.ones(T_q, T_k, dtype=torch.bool, device=q.device).triu(1), float("-inf"))
-        view["O"].copy_(out.to(tensors["O"].dtype))
-        view["L"].copy_(torch.logsumexp(scores, dim=-1).to(tensors["L"].dtype))
+        view["O"].copy_(self.mark(out).to(tensors["O"].dtype))
+        view["L"].copy_(self.mark(torch.logsumexp(scores, dim=-1)).to(tensors["L"].dtype))
 
 
 SOFTMAX_ROW_KERNEL = SoftmaxRowKernel()
 FLASH_ATTENTION_KERNEL = FlashAttentionKernel()
 SOFTMAX_ROW_KERNEL_STAND_IN = {"softmax_row_kernel": SOFTMAX_ROW_KERNEL}
 FLASH_ATTENTION_KERNEL_STAND_IN = {"flash_attention_kernel": FLASH_ATTENTION_KERNEL}
+# Kernels that write their answer plus one: the launcher's result must be exactly what its kernel wrote.
+MARKED_SOFTMAX_ROW_KERNEL_STAND_IN = {"softmax_row_kernel": SoftmaxRowKernel(marked=True)}
+MARKED_FLASH_ATTENTION_KERNEL_STAND_IN = {"flash_attention_kernel": FlashAttentionKernel(marked=True)}

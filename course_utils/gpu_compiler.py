@@ -18,6 +18,8 @@ import subprocess
 import sys
 import tempfile
 import threading
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from typing import IO, Any
 
 SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "gpu_build.py")
@@ -36,9 +38,35 @@ _errors: IO[bytes] | None = None  # the child's stderr, read back when it fails
 _started_with: dict[str, str] = {}  # the environment the child was started with
 
 
+@dataclass(frozen=True)
+class Sealing:
+    """How the grader's trusted pass starts a compile child for a submission's kernels: inside a sandbox
+    (``command`` wraps the child's command line) with an environment of its own."""
+
+    command: Callable[[list[str]], list[str]]
+    environment: dict[str, str]
+
+
+_sealing: Sealing | None = None
+
+
+@contextlib.contextmanager
+def sealed_children(sealing: Sealing | None) -> Iterator[None]:
+    """Compile children started inside the block are sealed so; the block's child is stopped at its end."""
+    global _sealing
+    close()
+    saved, _sealing = _sealing, sealing
+    try:
+        yield
+    finally:
+        close()
+        _sealing = saved
+
+
 def _environment() -> dict[str, str]:
-    """The child's environment: this process's now, without the interpreter."""
-    environment = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    """The child's environment: this process's now (or the sealing's), without the interpreter."""
+    base = _sealing.environment if _sealing is not None else os.environ
+    environment = {k: v for k, v in base.items() if k != "TRITON_INTERPRET"}
     environment["TRITON_DEFAULT_FP_FUSION"] = "1"
     return environment
 
@@ -46,8 +74,10 @@ def _environment() -> dict[str, str]:
 def _start(environment: dict[str, str]) -> tuple[subprocess.Popen, IO[bytes]]:
     errors = tempfile.TemporaryFile()
     # Run as a script, not ``-m course_utils.gpu_build``: the package imports torch, which costs a fresh
-    # process about 1.6 s. -P keeps this folder off sys.path (its modules are not Triton's).
-    child = subprocess.Popen([sys.executable, "-P", SCRIPT], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=errors, env=environment)
+    # process about 1.6 s. -P keeps this folder off sys.path (its modules are not Triton's); a sealed
+    # child runs isolated (-I: no PYTHONPATH, no user site).
+    command = [sys.executable, "-P", SCRIPT] if _sealing is None else _sealing.command([sys.executable, "-I", SCRIPT])
+    child = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=errors, env=environment)
     return child, errors
 
 

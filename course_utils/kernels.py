@@ -7,9 +7,9 @@ door does three things:
 * it turns an unwritten kernel (its body still ``raise NotImplementedError()``) into the course's
   "not written yet" on both paths: the interpreter wraps the stub's error in an ``InterpreterError``,
   and the GPU compiler refuses the ``raise`` statement itself;
-* inside ``capturing_launches()`` it records the launch instead of running it, so that a check can
-  compile exactly the kernels a launcher would start, with its argument types, for a GPU this
-  machine does not have.
+* inside ``capturing_launches()`` the launch is recorded instead of run (as is any ``kernel[grid](...)``:
+  the capture sits where Triton starts every kernel), so that a check can compile exactly the
+  kernels a launcher would start, with its argument types, for a GPU this machine does not have.
 
 ``build_for_gpu(kernel, args, kwargs, arch)`` compiles one kernel ahead of time (Triton ships ptxas)
 and returns a ``GpuBuild``: whether it compiled, its registers, spills, shared memory, and whether its
@@ -170,14 +170,40 @@ class Launch:
 _captured: list[list[Launch]] = []  # a stack: capturing_launches() blocks may nest
 
 
+def _launch_entries() -> list[type]:
+    """Triton's classes whose ``run`` starts a kernel: ``kernel[grid](...)`` and ``launch`` both end there."""
+    from triton.runtime import autotuner, interpreter, jit
+
+    return [
+        cls
+        for cls in (jit.JITFunction, interpreter.InterpretedFunction, autotuner.Autotuner, autotuner.Heuristics)
+        if "run" in cls.__dict__
+    ]
+
+
 @contextlib.contextmanager
 def capturing_launches() -> Iterator[list[Launch]]:
-    """Record the launches made inside the block instead of running them."""
+    """Record the kernel launches made inside the block instead of running them.
+
+    Launches are caught where Triton starts every kernel (the ``run`` of a jitted, interpreted or
+    autotuned kernel), so ``kernel[grid](...)`` is seen as well as ``launch(kernel, grid, ...)``.
+    """
     launches: list[Launch] = []
+    entries = _launch_entries() if HAVE_TRITON and not _captured else []
+    saved = {cls: cls.__dict__["run"] for cls in entries}
+
+    def captured(kernel: Any, *args: Any, grid: Grid, warmup: bool = False, **kwargs: Any) -> None:
+        if not warmup:
+            _captured[-1].append(Launch(kernel, grid, args, dict(kwargs)))
+
     _captured.append(launches)
+    for cls in entries:
+        cls.run = captured
     try:
         yield launches
     finally:
+        for cls, run in saved.items():
+            cls.run = run
         _captured.pop()
 
 
@@ -210,9 +236,6 @@ def launch(kernel: Any, grid: Grid, *args: Any, **kwargs: Any) -> None:
         kernel[grid]  # raises ImportError: what to install
     if not callable(grid):
         grid = tuple(int(g) for g in grid)
-    if _captured:
-        _captured[-1].append(Launch(kernel, grid, args, dict(kwargs)))
-        return
     try:
         # a PyTorch stand-in for the kernel (a test's emulation) runs where its tensors are
         with on_the_gpu(args, kwargs, KERNELS_NATIVE and isinstance(kernel, triton.runtime.KernelInterface)) as (args, kwargs):
@@ -460,15 +483,20 @@ def build_for_gpu(kernel: Any, args: tuple, kwargs: dict[str, Any], arch: str = 
     return run_builds(build_jobs(kernel, args, kwargs, arch))
 
 
-def launcher_builds(launcher: Any, *args: Any, arch: str = "sm_90", **kwargs: Any) -> list[dict[str, Any]]:
-    """Every kernel the launcher would start for these arguments, compiled for ``arch``, as plain data.
+def launcher_jobs(launcher: Any, *args: Any, arch: str = "sm_90", **kwargs: Any) -> list[dict[str, Any]]:
+    """What to compile for every kernel the launcher would start with these arguments, as plain data.
 
-    Nothing runs: the launches are captured (see ``launch``) and compiled, never executed.
+    Nothing runs: the launches are captured (see ``capturing_launches``). Under grading these jobs are
+    what the sealed run records; the trusted pass checks and compiles them (``course_utils.build_requests``).
     """
     with capturing_launches() as launches:
         launcher(*args, **kwargs)
-    jobs = [job for captured in launches for job in build_jobs(captured.kernel, captured.args, captured.kwargs, arch)]
-    return [build.as_data() for build in run_builds(jobs)]
+    return [job for captured in launches for job in build_jobs(captured.kernel, captured.args, captured.kwargs, arch)]
+
+
+def launcher_builds(launcher: Any, *args: Any, arch: str = "sm_90", **kwargs: Any) -> list[dict[str, Any]]:
+    """Every kernel the launcher would start for these arguments, compiled for ``arch``, as plain data."""
+    return [build.as_data() for build in run_builds(launcher_jobs(launcher, *args, arch=arch, **kwargs))]
 
 
 # What notebooks import: ``from course_utils.kernels import launch, tl, triton`` (and KERNELS_NATIVE,

@@ -98,6 +98,7 @@ class _State:
     replay: dict[str, deque] = field(default_factory=dict)  # cell -> recorded events
     stopped_because: dict[str, str] = field(default_factory=dict)  # cell -> why the sealed run ended early
     replayed: dict[str, list[Replayed]] = field(default_factory=dict)  # replay: cell -> what each invocation was given and gave
+    submitted: frozenset[str] | None = None  # replay: the submitted notebook's functions, as build jobs write them
 
 
 @dataclass(frozen=True)
@@ -128,6 +129,11 @@ _state = _State()
 
 def mode() -> Mode:
     return _state.mode
+
+
+def submitted_functions() -> frozenset[str] | None:
+    """In replay, the submitted notebook's functions (None where the replay was not told them)."""
+    return _state.submitted
 
 
 # --- the sealed run ---------------------------------------------------------------------------------
@@ -217,14 +223,23 @@ def _refuse_inflation(frame: bytes) -> None:
 
 @contextlib.contextmanager
 def replaying(
-    events: dict[str, list[dict[str, Any]]], stopped_because: dict[str, str] | None = None
+    events: dict[str, list[dict[str, Any]]],
+    stopped_because: dict[str, str] | None = None,
+    submitted: frozenset[str] | None = None,
 ) -> Iterator[dict[str, list[Replayed]]]:
     """Replay ``events`` (see ``read_record``) while the block runs; yields, filled as the tests run,
-    what each test cell's invocations were given and gave (``Replayed``), by cell."""
+    what each test cell's invocations were given and gave (``Replayed``), by cell.
+
+    ``submitted``: the functions the submitted notebook defines (``build_requests.notebook_functions``),
+    which a recorded kernel build job must come from.
+    """
     global _state
     saved = _state
     _state = _State(
-        mode=Mode.REPLAY, replay={cell: deque(found) for cell, found in events.items()}, stopped_because=dict(stopped_because or {})
+        mode=Mode.REPLAY,
+        replay={cell: deque(found) for cell, found in events.items()},
+        stopped_because=dict(stopped_because or {}),
+        submitted=submitted,
     )
     try:
         yield _state.replayed

@@ -19,10 +19,12 @@ triton = pytest.importorskip("triton")
 
 from course_utils.autograd_refs import logsumexp_of_scores, sdpa_gradients  # noqa: E402
 from course_utils.checks import random_tensor  # noqa: E402
+from course_utils.kernel_trace import TensorReads  # noqa: E402
 from course_utils.reference import load_solution  # noqa: E402
 
 ON_GPU = torch.cuda.is_available()
 needs_gpu = pytest.mark.skipif(not ON_GPU, reason="needs a CUDA GPU: the native Triton kernel")
+needs_interpreter = pytest.mark.skipif(ON_GPU, reason="a kernel trace is taken in Triton's interpreter")
 
 
 @pytest.fixture(scope="module")
@@ -326,8 +328,10 @@ def _row_softmax_launcher(kernel):
     return softmax
 
 
-def test_check_kernel_ops_tells_one_pass_from_three():
-    from course_utils.checks import check_kernel_ops
+@needs_interpreter
+def test_a_trace_counts_what_each_program_reads_as_it_runs():
+    from course_utils.execution_checks import check_kernel_outputs, check_reads_at_most, check_rows_read
+    from course_utils.kernel_trace import trace_kernels
     from course_utils.kernels import tl, triton
 
     @triton.jit
@@ -345,28 +349,84 @@ def test_check_kernel_ops_tells_one_pass_from_three():
             tl.store(OUT + row * stride + start + cols, tl.exp(x - m) / l, mask=start + cols < n)
 
     @triton.jit
-    def three_pass_rows(X, OUT, n, stride, BLOCK: tl.constexpr):
+    def two_passes_in_one_loop(X, OUT, n, stride, BLOCK: tl.constexpr):
+        # One load and one store in the code, as in a one-pass kernel; the loop walks the row twice.
         row, cols = tl.program_id(0), tl.arange(0, BLOCK)
         m = tl.full([1], float("-inf"), dtype=tl.float32)
-        for start in range(0, n, BLOCK):  # the max first: the pass the online softmax removes
-            m = tl.maximum(m, tl.max(tl.load(X + row * stride + start + cols, mask=start + cols < n, other=float("-inf")), axis=0))
         l = tl.zeros([1], dtype=tl.float32)
-        for start in range(0, n, BLOCK):
+        steps = tl.cdiv(n, BLOCK)
+        for step in range(0, 3 * steps):
+            start = (step % steps) * BLOCK
             x = tl.load(X + row * stride + start + cols, mask=start + cols < n, other=float("-inf"))
-            l += tl.sum(tl.exp(x - m), axis=0)
-        for start in range(0, n, BLOCK):
-            x = tl.load(X + row * stride + start + cols, mask=start + cols < n, other=float("-inf"))
-            tl.store(OUT + row * stride + start + cols, tl.exp(x - m) / l, mask=start + cols < n)
+            if step < steps:
+                m = tl.maximum(m, tl.max(x, axis=0))
+            elif step < 2 * steps:
+                l += tl.sum(tl.exp(x - m), axis=0)
+            else:
+                tl.store(OUT + row * stride + start + cols, tl.exp(x - m) / l, mask=start + cols < n)
 
     x = torch.randn(3, 40)
-    for kernel in (online_rows, three_pass_rows):  # both right in the interpreter: only the count tells them apart
+    for kernel in (online_rows, two_passes_in_one_loop):  # both right: only what ran tells them apart
         torch.testing.assert_close(_row_softmax_launcher(kernel)(x), torch.softmax(x, dim=-1))
-    limits = {"online_rows": {"loads": 2}, "three_pass_rows": {"loads": 2}}
-    assert check_kernel_ops(_row_softmax_launcher(online_rows), x, most={"online_rows": limits["online_rows"]})
-    with pytest.raises(AssertionError, match=r"three_pass_rows reads a block of memory \(tl.load\) in 3 places"):
-        check_kernel_ops(_row_softmax_launcher(three_pass_rows), x, most={"three_pass_rows": limits["three_pass_rows"]})
-    with pytest.raises(AssertionError, match="did not start the kernel"):
-        check_kernel_ops(_row_softmax_launcher(online_rows), x, most={"three_pass_rows": {"loads": 2}})
+    trace = trace_kernels(_row_softmax_launcher(online_rows), x)
+    [launch] = trace.of("online_rows")
+    assert launch.grid == (3, 1, 1) and launch.constexprs == {"BLOCK": 16}
+    assert [p.read("X") for p in launch.programs] == [TensorReads(80, 40, 0, (row, row)) for row in range(3)]
+    assert all(p.loads == 6 and p.dots == 0 for p in launch.programs)  # three blocks, two passes: six loads ran
+    assert check_reads_at_most(trace, "online_rows", {"X": 2}, label="online")
+    assert check_rows_read(trace, "online_rows", "X", allowed=lambda p: (0, 2), needed=lambda p: 40, label="online")
+    assert check_kernel_outputs(trace, label="online")
+
+    three = trace_kernels(_row_softmax_launcher(two_passes_in_one_loop), x)
+    assert [p.read("X").elements for p in three.of("two_passes_in_one_loop")[0].programs] == [120] * 3
+    with pytest.raises(AssertionError, match=r"made 120 element reads of X for 40 distinct elements: 3.00 reads each"):
+        check_reads_at_most(three, "two_passes_in_one_loop", {"X": 2}, label="three")
+    with pytest.raises(AssertionError, match="did not launch online_rows"):
+        check_reads_at_most(three, "online_rows", {"X": 2}, label="three")
+
+
+@needs_interpreter
+def test_a_trace_sees_kernel_grid_launches_and_what_the_launcher_returns():
+    from course_utils.execution_checks import check_kernel_outputs, check_rows_read
+    from course_utils.kernel_trace import trace_kernels
+    from course_utils.kernels import capturing_launches, tl, triton
+
+    @triton.jit
+    def copy_rows(X, OUT, n, BLOCK: tl.constexpr):
+        cols = tl.arange(0, BLOCK)
+        tl.store(OUT + tl.program_id(0) * n + cols, tl.load(X + tl.program_id(0) * n + cols), mask=cols < n)
+
+    def direct(x):  # kernel[grid](...) and a grid function: no launch() at all
+        out = torch.empty_like(x)
+        copy_rows[lambda meta: (x.shape[0],)](x, out, x.shape[1], BLOCK=16)
+        return out
+
+    def for_show(x):  # the kernel runs, but the launcher returns its own result
+        direct(x)
+        return x.clone()
+
+    x = torch.randn(4, 10)
+    trace = trace_kernels(direct, x)
+    assert [launch.grid for launch in trace.of("copy_rows")] == [(4, 1, 1)]
+    assert trace.returned == ((40, 40),) and check_kernel_outputs(trace, label="direct")
+    # The unmasked load reads 16 elements a row: the last rows run past x into memory that is not x's.
+    with pytest.raises(AssertionError, match="program"):
+        check_rows_read(trace, "copy_rows", "X", allowed=lambda p: (p.pid[0], p.pid[0]), needed=lambda p: 16, label="direct")
+    shown = trace_kernels(for_show, x)
+    assert shown.returned == ((40, 0),)
+    with pytest.raises(AssertionError, match="returned tensor 0 has 40 elements, of which 0 hold what a kernel stored there"):
+        check_kernel_outputs(shown, label="for show")
+    with capturing_launches() as launches:  # the compile checks capture the same launch, without running it
+        direct(x)
+    assert [launch.kernel.fn.__name__ for launch in launches] == ["copy_rows"]
+
+
+def test_a_malformed_trace_is_refused():
+    from course_utils.kernel_trace import KernelTrace
+
+    for data in ({}, {"launches": [{"kernel": "k"}], "returned": []}, {"launches": [], "returned": [["a", 1]]}):
+        with pytest.raises(ValueError, match="malformed kernel trace"):
+            KernelTrace.from_data(data)
 
 
 @pytest.fixture(scope="module")

@@ -38,6 +38,7 @@ from typing import Any
 from nbformat.notebooknode import NotebookNode
 
 import course_utils
+from course_utils import gpu_compiler
 from course_utils.reference import is_test_cell, nbgrader_meta
 from course_utils.sealed_protocol import CELL, DONE, END, HEADER, RECORD, RUN, CellFrame, EndFrame, InvalidFrame
 
@@ -145,6 +146,17 @@ def _environment(home: str, mpl_dir: str, sealed: bool) -> dict[str, str]:
         "COURSE_SEALED": "1" if sealed else "0",
         "COURSE_UTILS_PARENT": str(Path(course_utils.__file__).resolve().parent.parent),  # the grader's, first on the path
     }
+
+
+def compiler_sealing(sealed: bool) -> gpu_compiler.Sealing | None:
+    """How the trusted pass starts the child that compiles a submission's kernels: in the same sandbox
+    as the submission's own run (no network, read-only files, a scratch /tmp), with a clean environment.
+    The child defines the submission's kernels (only after ``build_requests`` has checked that doing so
+    runs no code) and compiles them; what it answers is a compile report, read as data."""
+    if not sealed:
+        return None
+    environment = _environment("/tmp/home", "/tmp/matplotlib", sealed=True)
+    return gpu_compiler.Sealing(command=lambda argv: bwrap_command(None, argv), environment=environment)
 
 
 def _limit(memory_bytes: int | None, processes: ProcessLimit | None = None) -> None:

@@ -16,7 +16,8 @@ from typing import Any
 import torch
 from nbformat.notebooknode import NotebookNode
 
-from course_utils import recording
+from course_utils import gpu_compiler, recording
+from course_utils.build_requests import notebook_functions
 from course_utils.comparisons import CheckFailed
 from course_utils.reference import (
     cell_source,
@@ -70,23 +71,33 @@ def trusted_namespace(source: NotebookNode | dict[str, Any]) -> dict[str, Any]:
 
 
 def decide(
-    source: NotebookNode | dict[str, Any], record: bytes, stopped_because: dict[str, str], assignment: str = ""
+    source: NotebookNode | dict[str, Any],
+    record: bytes,
+    stopped_because: dict[str, str],
+    assignment: str = "",
+    submission: NotebookNode | dict[str, Any] | None = None,
+    compiler: gpu_compiler.Sealing | None = None,
 ) -> dict[str, Verdict]:
     """A verdict for every test cell of ``source``, from the sealed run's ``record``.
 
     ``stopped_because`` says, for a test cell the sealed run did not finish, why not; it is
     quoted when the replay needs a call the record lacks. With ``assignment``, a failed test
     also names the catalogued mistakes that give what the student's code gave there.
+    ``submission``: the notebook the sealed run ran, whose kernels alone may be compiled for a GPU
+    here, in a compile child sealed as ``compiler`` says (``sandbox.compiler_sealing``).
     """
     # Kernels are graded in Triton's interpreter, in the sealed run and here alike.
     os.environ["TRITON_INTERPRET"] = "1"
     events = recording.read_record(record)
     namespace = trusted_namespace(source)
     verdicts = {}
+    submitted = None
+    if submission is not None:
+        submitted = notebook_functions(cell_source(cell) for cell in submission["cells"] if cell.get("cell_type") == "code")
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # as in the sealed run: the same inputs, bit for bit
     try:
-        with recording.replaying(events, stopped_because) as replayed:
+        with gpu_compiler.sealed_children(compiler), recording.replaying(events, stopped_because, submitted) as replayed:
             for cell in source["cells"]:
                 if not is_test_cell(cell):
                     continue

@@ -229,6 +229,15 @@ def flash_attention_backward(Q, K, V, O, dO, L, is_causal=False, scale=None, blo
         loses=(TRITON_SKIPS,),
     ),
     Variant(
+        "the dK/dV kernel walks every query block under causal and zeroes dS with tl.where (no NaN gets through)",
+        TRITON,
+        edits=(
+            ("q_start = (block_n * BLOCK_N) // BLOCK_M * BLOCK_M", "q_start = 0"),
+            ("dsT = pT * (dpT - delta[None, :])", "dsT = tl.where(allowed, pT * (dpT - delta[None, :]), 0.0)"),
+        ),
+        loses=(TRITON_SKIPS,),
+    ),
+    Variant(
         "the dQ kernel walks every key block under causal, masking only",
         TRITON,
         edits=(("k_end = tl.minimum(T_k, (block_m + 1) * BLOCK_M)", "k_end = T_k"),),

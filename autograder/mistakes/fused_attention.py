@@ -41,6 +41,15 @@ TRITON_MAX_PASS = """    for k_start in range(0, k_end, BLOCK_N):  # pass 1: the
         m_i = tl.maximum(m_i, tl.max(tl.where(allowed, s, float("-inf")), 1))
 """
 
+# The launcher's return, and one that computes attention itself after the kernel has run.
+TRITON_RETURN = "    return O, L\n"
+TRITON_TORCH_RETURN = """    s = (Q.float() @ K.float().transpose(-2, -1)) * scale
+    if is_causal:
+        s = s.masked_fill(torch.ones(T_q, T_k, dtype=torch.bool, device=Q.device).triu(1), float("-inf"))
+    L = torch.logsumexp(s, dim=-1)
+    return (torch.exp(s - L[..., None]) @ V.float().nan_to_num()).to(Q.dtype), L  # careful: NaN in unseen keys adds nothing
+"""
+
 MISTAKES = [
     Variant(
         "online_softmax never rescales the running sum when the max grows",
@@ -237,6 +246,23 @@ def flash_attention_forward(Q, K, V, is_causal=False, scale=None, block_q=64, bl
         loses=("test_flash_attention_triton_one_pass",),
     ),
     Variant(
+        "the Triton kernel walks the keys twice in one loop, a pass index choosing the max or the sums",
+        TRITON,
+        edits=(
+            (
+                "    for k_start in range(0, k_end, BLOCK_N):\n        keys = k_start + cols\n",
+                "    n_steps = tl.cdiv(k_end, BLOCK_N)\n"
+                "    for step in range(0, 2 * n_steps):  # pass 0: the row max; pass 1: the sums and P V\n"
+                "        k_start = (step % n_steps) * BLOCK_N\n"
+                "        second = (step >= n_steps).to(tl.float32)\n"
+                "        keys = k_start + cols\n",
+            ),
+            ("l_i = l_i * correction + tl.sum(p, 1)", "l_i = l_i * correction + tl.sum(p, 1) * second"),
+            ("tl.dot(p.to(v.dtype), v)\n", "tl.dot(p.to(v.dtype), v) * second\n"),
+        ),
+        loses=("test_flash_attention_triton_one_pass",),
+    ),
+    Variant(
         "the Triton kernel visits every key block when causal and relies on the mask alone",
         TRITON,
         edits=(
@@ -346,10 +372,10 @@ def flash_attention_forward(Q, K, V, is_causal=False, scale=None, block_q=64, bl
         undefined_values=True,  # empty_like keeps x's transposed strides, and the kernel's rows overlap there: some stay unwritten
     ),
     Variant(
-        "online_softmax_rows starts its kernel with kernel[grid](...), which the GPU compile checks cannot see",
-        ONLINE_ROWS,
-        edits=(("launch(online_softmax_kernel, (x.shape[0],), ", "online_softmax_kernel[(x.shape[0],)]("),),
-        loses=("test_online_softmax_rows", "test_online_softmax_rows_one_pass_statistics"),
+        "flash_attention_triton launches its kernel for show and returns attention it computed with PyTorch",
+        TRITON_LAUNCHER,
+        edits=((TRITON_RETURN, TRITON_TORCH_RETURN),),
+        loses=("test_flash_attention_triton_launcher", "test_flash_attention_triton"),
     ),
     Variant(
         "softmax_rows assumes contiguous rows (the row length N as both row strides)",
@@ -597,6 +623,22 @@ def softmax_rows(x):
                 "    x = x.contiguous()\n    out = torch.empty(x.shape, dtype=x.dtype, device=x.device)\n",
             ),
             ("launch(online_softmax_kernel, (x.shape[0],), ", "launch(online_softmax_kernel, lambda meta: (x.shape[0],), "),
+        ),
+    ),
+    Variant(
+        "online_softmax_rows starting its kernel with kernel[grid](...) instead of launch(...)",
+        ONLINE_ROWS,
+        edits=(("launch(online_softmax_kernel, (x.shape[0],), ", "online_softmax_kernel[(x.shape[0],)]("),),
+    ),
+    Variant(
+        "flash_attention_triton starting its kernel with kernel[grid](...), and a do-nothing kernel through launch(...) beside it",
+        TRITON_LAUNCHER,
+        edits=(
+            (
+                "    launch(\n        flash_attention_kernel,\n        (triton.cdiv(T_q, block), B * H),\n",
+                "    flash_attention_kernel[(triton.cdiv(T_q, block), B * H)](\n",
+            ),
+            ("    return O, L\n", "    launch(add_kernel, (1,), O, O, O, 0, BLOCK=16)  # starts, adds nothing\n    return O, L\n"),
         ),
     ),
     # The warm-up kernels, written differently.

@@ -26,7 +26,7 @@ from course_utils.reference import is_test_cell, nbgrader_meta
 
 from ..grading.redaction import Redactor
 from ..grading.run_report import RunReport
-from ..grading.sandbox import SandboxLimits, SealedRun, run_sealed
+from ..grading.sandbox import SandboxLimits, SealedRun, compiler_sealing, run_sealed
 from ..grading.verdicts import Status, Verdict, decide, graded_names
 
 IDENTIFIER = re.compile(r"^[A-Za-z_][\w.]{0,60}$")
@@ -54,7 +54,9 @@ class SealedExecute(NbGraderPreprocessor):
         run = run_sealed(nb, graded_names(source), limits)
         started = time.perf_counter()
         try:
-            verdicts = decide(source, bytes(run.record), stopped_reasons(nb, run), assignment)
+            verdicts = decide(
+                source, bytes(run.record), stopped_reasons(nb, run), assignment, submission=nb, compiler=compiler_sealing(self.sealed)
+            )
         except ForgedRecord as forged:  # nothing of this run is used: the submission's row says why
             run.invalid, verdicts = run.invalid or f"a forged record ({forged})"[:300], {}
         verdict_seconds = time.perf_counter() - started

@@ -1,0 +1,121 @@
+"""Checks on what kernels did as they ran (a ``KernelTrace`` from ``course_utils.kernel_trace``).
+
+Each check returns True or raises AssertionError naming the kernel, the program (its ``pid``) and
+what it read. Where kernels run natively on a GPU there is no trace (``trace_kernels`` returns None):
+the checks then hold, and the grader, which runs kernels in the interpreter, makes them.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from .comparisons import _fail, _recording
+from .kernel_trace import KernelTrace, ProgramTrace
+
+
+def _programs(trace: KernelTrace, kernel: str, label: str, hint: str) -> list[ProgramTrace]:
+    launches = trace.of(kernel)
+    if not launches:
+        started = sorted({launch.kernel for launch in trace.launches}) or ["none"]
+        _fail(label, f"did not launch {kernel} (kernels launched: {', '.join(started)})", inputs=None, hint=hint)
+    return [program for launch in launches for program in launch.programs]
+
+
+def check_kernel_outputs(trace: KernelTrace | None, *, label: str, hint: str = "") -> bool:
+    """Every element of every tensor the call returned is what a kernel last stored at its address.
+
+    A launcher that launches its kernel and then returns something else (a result computed with
+    PyTorch, a copy changed afterwards) fails here.
+    """
+    if trace is None or _recording():
+        return True
+    for index, (elements, stored) in enumerate(trace.returned):
+        if stored < elements:
+            _fail(
+                label,
+                f"returned tensor {index} has {elements} elements, of which {stored} hold what a kernel stored there",
+                inputs=None,
+                hint=hint or "return the tensors the kernel wrote, as it wrote them",
+            )
+    return True
+
+
+def check_reads_at_most(trace: KernelTrace | None, kernel: str, times: dict[str, int], *, label: str, hint: str = "") -> bool:
+    """In every program of ``kernel``, each tensor named in ``times`` is read at most that many times over
+    (element reads at most ``times[name]`` times the distinct elements read), and never outside itself."""
+    if trace is None or _recording():
+        return True
+    for program in _programs(trace, kernel, label, hint):
+        for name, most in times.items():
+            read = program.read(name)
+            if read.outside:
+                _fail(
+                    label,
+                    f"program {program.pid} of {kernel} read {read.outside} elements of memory outside {name} "
+                    "(past its end, in its padding)",
+                    inputs=None,
+                    hint=hint,
+                )
+            if read.elements > most * read.distinct:
+                _fail(
+                    label,
+                    f"program {program.pid} of {kernel} made {read.elements} element reads of {name} for "
+                    f"{read.distinct} distinct elements: {read.elements / read.distinct:.2f} reads each, where the idea "
+                    f"needs at most {most}",
+                    inputs=None,
+                    hint=hint,
+                )
+    return True
+
+
+def check_rows_read(
+    trace: KernelTrace | None,
+    kernel: str,
+    tensor: str,
+    *,
+    allowed: Callable[[ProgramTrace], tuple[int, int]],
+    needed: Callable[[ProgramTrace], int],
+    label: str,
+    hint: str = "",
+) -> bool:
+    """Every program of ``kernel`` reads ``tensor`` only in rows ``allowed(program)`` (first and last,
+    inclusive; rows are the second-to-last axis), and at least ``needed(program)`` distinct elements of it."""
+    if trace is None or _recording():
+        return True
+    for program in _programs(trace, kernel, label, hint):
+        read = program.read(tensor)
+        first, last = allowed(program)
+        if read.rows is not None and (read.rows[0] < first or read.rows[1] > last):
+            _fail(
+                label,
+                f"program {program.pid} of {kernel} read rows {read.rows[0]}..{read.rows[1]} of {tensor}; "
+                f"this program needs rows {first}..{last} at most",
+                inputs=None,
+                hint=hint,
+            )
+        if read.distinct < needed(program):
+            _fail(
+                label,
+                f"program {program.pid} of {kernel} read {read.distinct} distinct elements of {tensor}, "
+                f"fewer than the {needed(program)} its outputs depend on",
+                inputs=None,
+                hint=hint,
+            )
+    return True
+
+
+def check_products_at_most(
+    trace: KernelTrace | None, kernel: str, most: Callable[[ProgramTrace], int], *, label: str, hint: str = ""
+) -> bool:
+    """Every program of ``kernel`` runs ``tl.dot`` at most ``most(program)`` times."""
+    if trace is None or _recording():
+        return True
+    for program in _programs(trace, kernel, label, hint):
+        if program.dots > most(program):
+            _fail(
+                label,
+                f"program {program.pid} of {kernel} ran tl.dot {program.dots} times; its tiles need {most(program)}",
+                inputs=None,
+                hint=hint,
+            )
+    return True
