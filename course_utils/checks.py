@@ -35,7 +35,7 @@ from .comparisons import (
 from .gpu_checks import check_builds_for_gpu
 from .inputs import nan_padded, random_shape, random_tensor
 from .questions import ANSWER_KINDS, check_answer, check_answer_format
-from .student_calls import call, check_gradcheck, check_no_builtin, check_raises, gradients, saved_for_backward
+from .student_calls import call, check_gradcheck, check_no_builtin, check_raises, gradients, output_node, saved_for_backward
 from .tripwires import ForbiddenCallError, forbidden
 
 __all__ = [
@@ -62,6 +62,7 @@ __all__ = [
     "exp_rounding",
     "forbidden",
     "gradients",
+    "output_node",
     "nan_padded",
     "random_shape",
     "random_tensor",

@@ -1,26 +1,31 @@
-"""A base for attention's autograd Functions that makes them drop-ins for F.scaled_dot_product_attention's shapes.
+"""Shapes for attention's autograd Functions, so that they are drop-ins for F.scaled_dot_product_attention.
 
-Notebook 08's ``FlashAttention`` and ``FlashAttentionTriton`` subclass it. Their ``forward`` and ``backward``
-work on 4-D ``[B, H, T, d]``; ``apply`` also takes the ``[B, T, d]`` that a project's own tests usually pass,
-running it as one head, so either Function can stand in for the other.
+SDPA takes ``[..., T, d]`` with any leading shape: ``[B, H, T, d]`` from a multi-head layer, ``[B, T, d]``
+from a project's own tests. A drop-in Function takes them all *inside* ``forward`` and ``backward``, so that
+the tensor ``apply`` returns is the Function's own output: its ``grad_fn`` is the Function's node, whose
+``saved_tensors`` a project's test may read (L among them, in Q's leading shape ``[..., T_q]``). Reshaping
+around ``apply`` instead would make the output's ``grad_fn`` the reshape.
+
+``as_heads`` gives the ``[N, H, T, d]`` that the course's tile functions and kernels take.
 """
 
 from __future__ import annotations
 
-from typing import Any
-
 import torch
 
 
-class AttentionFunction(torch.autograd.Function):
-    """``apply(Q, K, V, *options)`` on ``[B, H, T, d]`` or ``[B, T, d]`` inputs (one head).
+def as_heads(tensor: torch.Tensor, trailing: int = 2) -> torch.Tensor:
+    """``tensor`` with its leading dimensions as ``[N, H]``, its last ``trailing`` ones kept.
 
-    Returns:
-        O with Q's leading dimensions: ``[B, H, T_q, d_v]`` or ``[B, T_q, d_v]``.
+    ``[B, H, T, d]`` stays as it is; ``[B, T, d]`` becomes one head, ``[B, 1, T, d]``; ``[T, d]`` becomes
+    ``[1, 1, T, d]``; more leading dimensions fold into N (``[A, B, H, T, d]`` is ``[A * B, H, T, d]``).
+    ``trailing=1`` does the same for a per-row tensor such as L (``[B, T]`` becomes ``[B, 1, T]``).
+    A view where the memory allows it, a copy otherwise.
     """
-
-    @classmethod
-    def apply(cls, Q: torch.Tensor, K: torch.Tensor, V: torch.Tensor, *options: Any, **named: Any) -> Any:
-        if Q.dim() == 3:  # [B, T, d]: add a head dimension, and take it off the output again
-            return super().apply(Q.unsqueeze(1), K.unsqueeze(1), V.unsqueeze(1), *options, **named).squeeze(1)
-        return super().apply(Q, K, V, *options, **named)
+    lead = tensor.shape[: tensor.dim() - trailing]
+    rest = tensor.shape[tensor.dim() - trailing :]
+    if len(lead) >= 2:
+        return tensor.reshape(-1, lead[-1], *rest)
+    if len(lead) == 1:
+        return tensor.unsqueeze(1)
+    return tensor.reshape(1, 1, *rest)

@@ -185,6 +185,40 @@ def saved_for_backward(
     return outcome.value
 
 
+def output_node(
+    fn: Callable[..., Any],
+    *inputs: torch.Tensor,
+    label: str | None = None,
+    hint: str = "",
+    stand_ins: dict[str, Any] | None = None,
+    **kwargs: Any,
+) -> dict[str, Any]:
+    """What a project's test reads from the autograd node of ``fn(*inputs)``'s output.
+
+    Returns ``{"node": the node's class name, "saved": [shape, ...]}``, the shapes of the node's
+    ``saved_tensors``; ``saved`` is None where the node has none to read that way: a reshape's node,
+    say, when a Function's output was reshaped around ``apply`` instead of inside ``forward``.
+    """
+    label = label or _format_call(fn, inputs, kwargs)
+
+    def node_of(student: Callable[..., Any]) -> Callable[..., Any]:
+        def run(*tensors: torch.Tensor, **options: Any) -> dict[str, Any]:
+            leaves = tuple(t.detach().clone().requires_grad_() for t in tensors)
+            with torch.enable_grad():
+                out = student(*leaves, **options)
+            node = getattr(out, "grad_fn", None)
+            saved = getattr(node, "saved_tensors", None)
+            shapes = None if saved is None else [[int(n) for n in t.shape] for t in saved if isinstance(t, torch.Tensor)]
+            return {"node": type(node).__name__, "saved": shapes}
+
+        return run
+
+    outcome = _run_student(fn, inputs, kwargs, label, stand_ins=stand_ins, through=("output_node", node_of))
+    if outcome.kind == "raised":
+        _fail(label, f"raised {outcome.error_type}: {outcome.message}", inputs=None, hint=hint)
+    return outcome.value
+
+
 def check_gradcheck(
     fn: Callable[..., Any],
     *inputs: torch.Tensor,

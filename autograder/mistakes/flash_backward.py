@@ -180,10 +180,28 @@ def flash_attention_backward(Q, K, V, O, dO, L, is_causal=False, scale=None, blo
         loses=("test_flash_attention_backward_tiles", "test_flash_attention_backward_skips_masked_blocks"),
     ),
     Variant(
-        "FlashAttention subclasses torch.autograd.Function (not a drop-in: [B, T, d] reaches forward)",
+        "FlashAttention hands [B, T, d] to the tile functions as it is (no heads axis)",
         FUNCTION,
-        edits=(("class FlashAttention(AttentionFunction):", "class FlashAttention(torch.autograd.Function):"),),
+        edits=(("flash_attention_forward(as_heads(Q), as_heads(K), as_heads(V), ", "flash_attention_forward(Q, K, V, "),),
         loses=("test_flash_attention_function",),
+    ),
+    Variant(
+        "FlashAttention saves L with the heads axis, [N, H, T_q], not in Q's leading shape",
+        FUNCTION,
+        edits=(("O, L = O.reshape(*Q.shape[:-1], V.shape[-1]), L.reshape(Q.shape[:-1])", "O = O.reshape(*Q.shape[:-1], V.shape[-1])"),),
+        loses=("test_flash_attention_function_saves_only_L",),
+    ),
+    Variant(
+        "flash_attention reshapes around FlashAttention.apply (the output's node is the reshape's)",
+        FUNCTION,
+        edits=(
+            (
+                "    return FlashAttention.apply(Q, K, V, is_causal, scale)",
+                "    heads = FlashAttention.apply(as_heads(Q), as_heads(K), as_heads(V), is_causal, scale)\n"
+                "    return heads.reshape(*Q.shape[:-1], V.shape[-1])",
+            ),
+        ),
+        loses=("test_flash_attention_function_saves_only_L",),
     ),
     Variant(
         "FlashAttention also saves P for the backward pass",
@@ -279,9 +297,9 @@ def flash_attention_backward(Q, K, V, O, dO, L, is_causal=False, scale=None, blo
         loses=("test_flash_attention_fused",),
     ),
     Variant(
-        "FlashAttentionTriton subclasses torch.autograd.Function (not a drop-in: [B, T, d] reaches the kernels)",
+        "FlashAttentionTriton hands [B, T, d] to the kernels as it is (no heads axis)",
         "FlashAttentionTriton",
-        edits=(("class FlashAttentionTriton(AttentionFunction):", "class FlashAttentionTriton(torch.autograd.Function):"),),
+        edits=(("flash_attention_triton(as_heads(Q), as_heads(K), as_heads(V), ", "flash_attention_triton(Q, K, V, "),),
         loses=("test_flash_attention_fused",),
     ),
     Variant(

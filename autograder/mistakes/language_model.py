@@ -174,7 +174,7 @@ CORRECT_VARIANTS = [
         "FlashAttention not pasted (the stub)",
         "FlashAttention",
         source=(
-            "\nclass FlashAttention(AttentionFunction):\n    @staticmethod\n    def forward(ctx, Q, K, V, is_causal=False, scale=None):\n"
+            "\nclass FlashAttention(torch.autograd.Function):\n    @staticmethod\n    def forward(ctx, Q, K, V, is_causal=False, scale=None):\n"
             "        raise NotImplementedError()\n\n    @staticmethod\n    def backward(ctx, dO):\n        raise NotImplementedError()\n"
         ),
     ),
