@@ -21,15 +21,16 @@ def _programs(trace: KernelTrace, kernel: str, label: str, hint: str) -> list[Pr
     return [program for launch in launches for program in launch.programs]
 
 
-def check_kernel_outputs(trace: KernelTrace | None, *, label: str, hint: str = "") -> bool:
-    """Every element of every tensor the call returned is what a kernel last stored at its address.
+def check_kernel_outputs(returned: tuple[tuple[int, int], ...] | None, *, label: str, hint: str = "") -> bool:
+    """Every element of every tensor the call returned is what a kernel last stored at its address
+    (``returned`` from ``kernel_trace.returned_by_kernels``).
 
     A launcher that launches its kernel and then returns something else (a result computed with
     PyTorch, a copy changed afterwards) fails here.
     """
-    if trace is None or _recording():
+    if returned is None or _recording():
         return True
-    for index, (elements, stored) in enumerate(trace.returned):
+    for index, (elements, stored) in enumerate(returned):
         if stored < elements:
             _fail(
                 label,

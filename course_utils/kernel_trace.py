@@ -10,8 +10,10 @@ executes. ``trace_kernels(fn, *args)`` runs ``fn`` with Triton's interpreter ins
 * for each program of a launch, the ``tl.load`` and ``tl.dot`` calls it ran, and for each tensor
   argument the elements it read (masked-out lanes are not reads), how many distinct ones, how many
   lay outside the tensor, and the rows (the second-to-last axis) it read;
-* for each tensor ``fn`` returned, how many of its elements hold what a kernel last stored there:
-  a launcher that computes the answer itself and launches a kernel for show returns none.
+and ``returned_by_kernels(fn, *args)`` says, for each tensor ``fn`` returned, how many of its elements
+hold what a kernel last stored there: a launcher that computes the answer itself and launches a kernel
+for show returns none. (Two measurements, so that what a kernel read and what its launcher returned are
+evidence of different mistakes.)
 
 Under grading the sealed run traces and the trusted replay reads the trace (plain data), as for
 ``count_flops``. The trace needs the interpreter (``TRITON_INTERPRET=1``, how kernels are graded);
@@ -64,7 +66,6 @@ class LaunchTrace:
 @dataclass(frozen=True)
 class KernelTrace:
     launches: tuple[LaunchTrace, ...]
-    returned: tuple[tuple[int, int], ...]  # per tensor returned: (elements, of them as a kernel stored them)
 
     def of(self, kernel: str) -> list[LaunchTrace]:
         return [launch for launch in self.launches if launch.kernel == kernel]
@@ -98,10 +99,9 @@ class KernelTrace:
                 )
                 for launch in data["launches"]
             )
-            returned = tuple((int(n), int(m)) for n, m in data["returned"])
         except (KeyError, TypeError, ValueError, IndexError) as error:
             raise ValueError(f"a malformed kernel trace: {error}") from None
-        return KernelTrace(launches, returned)
+        return KernelTrace(launches)
 
 
 # --- the instrumented interpreter -----------------------------------------------------------------------
@@ -247,7 +247,7 @@ def _instrumented() -> Iterator[_Tracer]:
         interpreter.GridExecutor.__call__ = run
 
 
-def _summary(tracer: _Tracer, result: Any) -> dict[str, Any]:
+def _summary(tracer: _Tracer) -> dict[str, Any]:
     """The trace as plain data: what crosses from the sealed run to the trusted pass."""
     launches = []
     for launch in tracer.launches:
@@ -270,7 +270,7 @@ def _summary(tracer: _Tracer, result: Any) -> dict[str, Any]:
                 }
             programs.append({"pid": list(pid), "loads": program["loads"], "dots": program["dots"], "reads": reads})
         launches.append({"kernel": launch.kernel, "grid": list(launch.grid), "constexprs": launch.constexprs, "programs": programs})
-    return {"launches": launches, "returned": [_as_stored(tracer, t) for t in _tensors(result)]}
+    return {"launches": launches}
 
 
 def _tensors(result: Any) -> list[torch.Tensor]:
@@ -311,7 +311,25 @@ def trace_kernels(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> KernelTr
 
     def measure(thunk: Callable[[], Any]) -> dict[str, Any]:
         with _instrumented() as tracer:
-            result = thunk()
-        return _summary(tracer, result)
+            thunk()
+        return _summary(tracer)
 
     return KernelTrace.from_data(measured("kernel_trace", fn, args, kwargs, measure))
+
+
+def returned_by_kernels(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> tuple[tuple[int, int], ...] | None:
+    """For each tensor ``fn(*args, **kwargs)`` returns: (its elements, how many hold what a kernel last stored at
+    their address). None where kernels run natively on a GPU."""
+    if not interpreted():
+        return None
+
+    def measure(thunk: Callable[[], Any]) -> list[list[int]]:
+        with _instrumented() as tracer:
+            result = thunk()
+        return [_as_stored(tracer, tensor) for tensor in _tensors(result)]
+
+    data = measured("kernel_outputs", fn, args, kwargs, measure)
+    try:
+        return tuple((int(n), int(m)) for n, m in data)
+    except (TypeError, ValueError) as error:
+        raise ValueError(f"a malformed record of a launcher's outputs: {error}") from None

@@ -9,10 +9,14 @@ Hugging Face's LLaMA.
 
 from __future__ import annotations
 
+import inspect
+from typing import Any, Callable
+
 import torch
 import torch.nn.functional as F
 from torch import nn
 
+from .recording import measured
 from .stand_ins import CAUSAL_MASK_STAND_IN, HEADS_STAND_IN
 
 # Bound once, here: a "do not call the built-in" tripwire on the Python names must not trip over a stand-in.
@@ -149,6 +153,46 @@ class ReferenceLM(nn.Module):
         for block in self.blocks:
             x = block(x, start_pos=start_pos, use_cache=use_cache)
         return self.head(self.norm(x))
+
+
+def model_calls(model: nn.Module, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> list[dict[str, Any]]:
+    """How ``fn(*args, **kwargs)`` called ``model``: for each call, in order, the tokens' shape, ``start_pos`` and ``use_cache``.
+
+    A generate that uses its cache calls the model once with the prompt at ``start_pos=0``, then once per
+    new token with that one token at its position; one that recomputes passes the whole sequence each
+    time. Under grading the sealed run records the calls and the trusted replay reads them.
+    """
+    signature = inspect.signature(model.forward)
+
+    def measure(thunk: Callable[[], Any]) -> list[dict[str, Any]]:
+        calls: list[dict[str, Any]] = []
+
+        def note(module: nn.Module, positional: tuple, named: dict[str, Any]) -> None:
+            bound = signature.bind(*positional, **named)
+            bound.apply_defaults()
+            tokens = bound.arguments["tokens"]
+            calls.append(
+                {
+                    "tokens": [int(n) for n in tokens.shape] if isinstance(tokens, torch.Tensor) else None,
+                    "start_pos": int(bound.arguments["start_pos"]),
+                    "use_cache": bool(bound.arguments["use_cache"]),
+                }
+            )
+
+        handle = model.register_forward_pre_hook(note, with_kwargs=True)
+        try:
+            thunk()
+        finally:
+            handle.remove()
+        return calls
+
+    return measured("model_calls", fn, args, kwargs, measure)
+
+
+def describe_calls(calls: list[dict[str, Any]], most: int = 6) -> str:
+    """``calls`` (from ``model_calls``) in a line: "tokens [2, 5] at 0 (cache), tokens [2, 1] at 5 (cache), ..."."""
+    shown = [f"tokens {c['tokens']} at {c['start_pos']}{' (cache)' if c['use_cache'] else ''}" for c in calls[:most]]
+    return ", ".join(shown) + (f", ... ({len(calls)} calls)" if len(calls) > most else "")
 
 
 @torch.no_grad()

@@ -13,7 +13,7 @@ from held_out import HELD_OUT
 
 from autograder.course import list_assignments
 from autograder.grading.models import GradingReport
-from autograder.mistakes import CORRECT_VARIANTS, MISTAKES, Variant
+from autograder.mistakes import CHARGED_THROUGH, CORRECT_VARIANTS, MISTAKES, Variant
 from autograder.settings import SOLUTIONS_DIR
 from autograder.submissions import released, solved, write_submission
 
@@ -76,14 +76,19 @@ def variant_rounds(variants: list[Variant]) -> list[list[Variant]]:
     return [[group[i] for group in by_cell.values() if i < len(group)] for i in range(rounds)]
 
 
-def mistake_rounds(mistakes: list[Variant]) -> list[list[Variant]]:
-    """Pack mistakes into as few submissions as possible, never two in one cell and never two
-    that may cost points on the same test. Tests of one function stand in correct versions of
-    the others it calls, so each mistake's lost points can still be told apart."""
+def mistake_rounds(mistakes: list[Variant], assignment: str = "") -> list[list[Variant]]:
+    """Pack mistakes into as few submissions as possible, never two in one cell, never two
+    that may cost points on the same test, and never a kernel's with its launcher's (a kernel's
+    tests run through the student's launcher: CHARGED_THROUGH). Tests of one function stand in
+    correct versions of the others it calls, so each mistake's lost points can still be told apart."""
+    linked = {frozenset((cell, through)) for (a, cell), (through, _) in CHARGED_THROUGH.items() if a == assignment}
     rounds: list[list[Variant]] = []
     for mistake in mistakes:
         for group in rounds:
-            if all(m.cell != mistake.cell and not set(m.loses) & set(mistake.loses) for m in group):
+            if all(
+                m.cell != mistake.cell and not set(m.loses) & set(mistake.loses) and frozenset((m.cell, mistake.cell)) not in linked
+                for m in group
+            ):
                 group.append(mistake)
                 break
         else:
@@ -103,7 +108,7 @@ def build_class(folder: Path) -> dict[str, list[Variant]]:
             write_submission(folder, f"{prefix}-correct-variants-{i}", assignment, solved(assignment, variants))
         # The held-out mistakes ride along where a cell and their tests are free: no more submissions than needed.
         held_out = [h.mistake for h in HELD_OUT.get(assignment, [])]
-        for i, mistakes in enumerate(mistake_rounds(MISTAKES.get(assignment, []) + held_out)):
+        for i, mistakes in enumerate(mistake_rounds(MISTAKES.get(assignment, []) + held_out, assignment)):
             student = f"{prefix}-mistakes-{i}"
             write_submission(folder, student, assignment, solved(assignment, mistakes))
             mistake_students[student] = mistakes

@@ -331,7 +331,7 @@ def _row_softmax_launcher(kernel):
 @needs_interpreter
 def test_a_trace_counts_what_each_program_reads_as_it_runs():
     from course_utils.execution_checks import check_kernel_outputs, check_reads_at_most, check_rows_read
-    from course_utils.kernel_trace import trace_kernels
+    from course_utils.kernel_trace import returned_by_kernels, trace_kernels
     from course_utils.kernels import tl, triton
 
     @triton.jit
@@ -375,7 +375,7 @@ def test_a_trace_counts_what_each_program_reads_as_it_runs():
     assert all(p.loads == 6 and p.dots == 0 for p in launch.programs)  # three blocks, two passes: six loads ran
     assert check_reads_at_most(trace, "online_rows", {"X": 2}, label="online")
     assert check_rows_read(trace, "online_rows", "X", allowed=lambda p: (0, 2), needed=lambda p: 40, label="online")
-    assert check_kernel_outputs(trace, label="online")
+    assert check_kernel_outputs(returned_by_kernels(_row_softmax_launcher(online_rows), x), label="online")
 
     three = trace_kernels(_row_softmax_launcher(two_passes_in_one_loop), x)
     assert [p.read("X").elements for p in three.of("two_passes_in_one_loop")[0].programs] == [120] * 3
@@ -388,7 +388,7 @@ def test_a_trace_counts_what_each_program_reads_as_it_runs():
 @needs_interpreter
 def test_a_trace_sees_kernel_grid_launches_and_what_the_launcher_returns():
     from course_utils.execution_checks import check_kernel_outputs, check_rows_read
-    from course_utils.kernel_trace import trace_kernels
+    from course_utils.kernel_trace import returned_by_kernels, trace_kernels
     from course_utils.kernels import capturing_launches, tl, triton
 
     @triton.jit
@@ -408,12 +408,12 @@ def test_a_trace_sees_kernel_grid_launches_and_what_the_launcher_returns():
     x = torch.randn(4, 10)
     trace = trace_kernels(direct, x)
     assert [launch.grid for launch in trace.of("copy_rows")] == [(4, 1, 1)]
-    assert trace.returned == ((40, 40),) and check_kernel_outputs(trace, label="direct")
+    assert returned_by_kernels(direct, x) == ((40, 40),) and check_kernel_outputs(((40, 40),), label="direct")
     # The unmasked load reads 16 elements a row: the last rows run past x into memory that is not x's.
     with pytest.raises(AssertionError, match="program"):
         check_rows_read(trace, "copy_rows", "X", allowed=lambda p: (p.pid[0], p.pid[0]), needed=lambda p: 16, label="direct")
-    shown = trace_kernels(for_show, x)
-    assert shown.returned == ((40, 0),)
+    shown = returned_by_kernels(for_show, x)
+    assert shown == ((40, 0),)
     with pytest.raises(AssertionError, match="returned tensor 0 has 40 elements, of which 0 hold what a kernel stored there"):
         check_kernel_outputs(shown, label="for show")
     with capturing_launches() as launches:  # the compile checks capture the same launch, without running it
@@ -424,7 +424,7 @@ def test_a_trace_sees_kernel_grid_launches_and_what_the_launcher_returns():
 def test_a_malformed_trace_is_refused():
     from course_utils.kernel_trace import KernelTrace
 
-    for data in ({}, {"launches": [{"kernel": "k"}], "returned": []}, {"launches": [], "returned": [["a", 1]]}):
+    for data in ({}, {"launches": [{"kernel": "k"}]}, {"launches": [{"kernel": "k", "grid": ["x"], "constexprs": {}, "programs": []}]}):
         with pytest.raises(ValueError, match="malformed kernel trace"):
             KernelTrace.from_data(data)
 

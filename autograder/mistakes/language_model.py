@@ -68,6 +68,21 @@ MISTAKES = [
         loses=("test_decoder_block_kv_cache",),
     ),
     Variant(
+        "rope takes its angles in x's dtype (in float16 the angle at position 3001 is off by radians)",
+        "rope",
+        edits=((THETA, THETA.replace("torch.float64", "x.dtype")), (POSITIONS, "positions.to(x.dtype)[:, None]")),
+        loses=("test_rope_halves_convention",),
+    ),
+    Variant(
+        "generate recomputes the whole sequence at every step, cache or not (the same tokens; the cache is never read)",
+        "generate",
+        edits=(
+            ("            if not use_cache:\n                logits = model(tokens)", "            logits = model(tokens)"),
+            ("            if use_cache and step < n_new - 1:", "            if False:"),
+        ),
+        loses=("test_generate_with_cache",),
+    ),
+    Variant(
         "generate feeds each cached step at position 0 (positions not offset)",
         "generate",
         edits=((OFFSET, "start_pos=0"),),
