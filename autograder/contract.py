@@ -313,3 +313,122 @@ def cells_tested_by(notebook: dict[str, Any]) -> dict[str, set[str]]:
             names = {node.id for node in ast.walk(ast.parse(cell_source(cell))) if isinstance(node, ast.Name)}
             tested[nbgrader_meta(cell)["grade_id"]] = {owner[name] for name in names if name in owner}
     return tested
+
+
+def _optional_parameters(function: ast.FunctionDef) -> list[tuple[str, int | None]]:
+    """(name, position) of each parameter with a default; position None for a keyword-only one."""
+    arguments = function.args
+    positional = [*arguments.posonlyargs, *arguments.args]
+    first = len(positional) - len(arguments.defaults)
+    found = [(a.arg, i) for i, a in enumerate(positional) if i >= first]
+    found += [(a.arg, None) for a, d in zip(arguments.kwonlyargs, arguments.kw_defaults) if d is not None]
+    return found
+
+
+def _spread_keys(tree: ast.AST) -> set[str]:
+    """The keys of the dicts a test builds (``{"scale": 0.3}``, ``dict(scale=0.3)``), which a call may spread with ``**``."""
+    keys = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Dict):
+            keys.update(k.value for k in node.keys if isinstance(k, ast.Constant) and isinstance(k.value, str))
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "dict":
+            keys.update(k.arg for k in node.keywords if k.arg)
+    return keys
+
+
+def _exercises(call: ast.Call, name: str, parameter: str, position: int | None, offset: int, spread: set[str]) -> bool:
+    """``call`` passes ``parameter`` to ``name``: by keyword (or in a dict it spreads with ``**``), or positionally
+    (``offset`` arguments before the function's own)."""
+    if any(keyword.arg == parameter for keyword in call.keywords):
+        return True
+    if any(keyword.arg is None for keyword in call.keywords) and parameter in spread:
+        return True
+    after = len(call.args) - offset
+    return position is not None and after > position and not any(isinstance(a, ast.Starred) for a in call.args)
+
+
+def unexercised_options(notebook: dict[str, Any], hidden_only: bool = True) -> list[str]:
+    """Every optional argument of a graded function, or of a graded module's ``__init__`` and ``forward``, that no
+    test cell passes (only their hidden parts, by default): "function(argument)" for each. Graded: what a student
+    writes some of (its definition holds a solution region); given helpers beside it are not.
+
+    A function is called directly (``f(x, scale=2)``), or handed to a check or a measurement (``call(f, x, scale=2)``,
+    ``gradients(f, ...)``, ``trace_kernels(call, f, ...)``): the arguments after it are its own. A module's
+    ``forward`` argument counts when a test that uses the module passes it by keyword. An autograd Function is
+    graded through the function that calls its ``apply``, whose arguments are checked as any function's.
+    """
+    functions: dict[str, ast.FunctionDef] = {}
+    modules: dict[str, ast.ClassDef] = {}
+    sources: dict[str, str] = {}  # each graded definition's cell
+    for cell in notebook["cells"]:
+        if not is_solution_cell(cell) or is_carried(cell) or is_showcase(cell):
+            continue
+        text = cell_source(cell)
+        body = ast.parse(text).body
+        written = {
+            n.name
+            for n in body
+            if isinstance(n, (ast.FunctionDef, ast.ClassDef)) and "BEGIN SOLUTION" in (ast.get_source_segment(text, n) or "")
+        }
+        for node in body:  # what the student writes, and the given function that calls a written Function's apply
+            if isinstance(node, ast.FunctionDef) and not _is_kernel(node) and (node.name in written or _calls_apply_of(node, written)):
+                functions[node.name], sources[node.name] = node, text
+            elif isinstance(node, ast.ClassDef) and not _is_autograd_function(node) and node.name in written:
+                modules[node.name], sources[node.name] = node, text
+    tests = []
+    for cell in notebook["cells"]:
+        if is_test_cell(cell):
+            text = cell_source(cell)
+            tests.append(ast.parse(hidden_part(text) if hidden_only else text))
+    calls = [(node, _spread_keys(tree)) for tree in tests for node in ast.walk(tree) if isinstance(node, ast.Call)]
+    missing = []
+    for name, function in functions.items():
+        for parameter, position in _optional_parameters(function):
+            if not _students(function, parameter, sources[name]):
+                continue
+            if not any(_passes(call, name, parameter, position, keys) for call, keys in calls):
+                missing.append(f"{name}({parameter})")
+    for name, module in modules.items():
+        methods = {node.name: node for node in module.body if isinstance(node, ast.FunctionDef)}
+        users = [tree for tree in tests if any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(tree))]
+        for method in ("__init__", "forward"):
+            if method not in methods:
+                continue
+            for parameter, position in _optional_parameters(methods[method]):
+                if not _students(methods[method], parameter, sources[name]):
+                    continue
+                if method == "__init__":
+                    passed = any(_passes(call, name, parameter, None if position is None else position - 1, keys) for call, keys in calls)
+                else:
+                    passed = any(
+                        (isinstance(k, ast.keyword) and k.arg == parameter) or parameter in _spread_keys(tree)
+                        for tree in users
+                        for k in ast.walk(tree)
+                    )
+                if not passed:
+                    missing.append(f"{name}.{method}({parameter})")
+    return missing
+
+
+def _students(function: ast.FunctionDef, parameter: str, text: str) -> bool:
+    """The student's code decides what ``parameter`` does: it is read inside a solution region of ``function``
+    (a given wrapper of a Function, which holds none, passes every argument on to the student's code)."""
+    segment = ast.get_source_segment(text, function) or ""
+    regions = re.findall(r"### BEGIN SOLUTION\n(.*?)### END SOLUTION", segment, re.DOTALL)
+    return not regions or any(re.search(rf"\b{re.escape(parameter)}\b", region) for region in regions)
+
+
+def _calls_apply_of(function: ast.FunctionDef, classes: set[str]) -> bool:
+    return any(
+        isinstance(n, ast.Attribute) and n.attr == "apply" and isinstance(n.value, ast.Name) and n.value.id in classes
+        for n in ast.walk(function)
+    )
+
+
+def _passes(call: ast.Call, name: str, parameter: str, position: int | None, spread: set[str]) -> bool:
+    if isinstance(call.func, ast.Name) and call.func.id == name:
+        return _exercises(call, name, parameter, position, 0, spread)
+    for index, argument in enumerate(call.args):
+        if isinstance(argument, ast.Name) and argument.id == name:
+            return _exercises(call, name, parameter, position, index + 1, spread)
+    return False

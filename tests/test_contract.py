@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from autograder.contract import cells_tested_by, problems
+from autograder.contract import cells_tested_by, problems, unexercised_options
 from autograder.course import list_assignments
 from autograder.mistakes import CHARGED_THROUGH, MISTAKES
 from autograder.settings import SOLUTIONS_DIR
@@ -169,3 +169,28 @@ def test_the_contract_catches_a_comparison_with_the_solution_that_its_label_hide
     assert problems(path) == [
         "test cell test_soft_lookup_temperature: the label 'soft_lookup output at T=10' of a comparison with the solution must say so"
     ]
+
+
+@pytest.mark.parametrize("assignment", list_assignments())
+def test_every_optional_argument_is_exercised_by_a_hidden_test(assignment: str) -> None:
+    notebook = json.loads((SOLUTIONS_DIR / assignment / f"{assignment}.ipynb").read_text())
+    assert unexercised_options(notebook) == [], "pass each of these in a hidden test, so that what it does is graded"
+
+
+def test_the_walk_finds_an_optional_argument_no_test_passes() -> None:
+    def cell(kind: str, source: str, grade_id: str) -> dict:
+        meta = {"grade_id": grade_id, "solution": kind == "solution", "grade": kind == "test", "locked": kind == "test"}
+        return {"cell_type": "code", "metadata": {"nbgrader": meta}, "source": source}
+
+    solution = "def f(x, scale=None, *, mask=None):\n    ### BEGIN SOLUTION\n    return x * (scale or 1) if mask is None else x\n    ### END SOLUTION\n"
+    hidden = "### BEGIN HIDDEN TESTS\n{}\n### END HIDDEN TESTS\n"
+    for test, missing in (
+        ("assert call(f, 1, scale=2)", ["f(mask)"]),
+        ("options = {'mask': 1}\nassert call(f, 1, 2, **options)", []),
+        ("assert f(1, mask=0)", ["f(scale)"]),
+        ("call(f, 1)", ["f(scale)", "f(mask)"]),
+    ):
+        notebook = {
+            "cells": [cell("solution", solution, "f"), cell("test", "assert call(f, 1, scale=2, mask=0)\n" + hidden.format(test), "t")]
+        }
+        assert unexercised_options(notebook) == missing, test  # the visible part's arguments do not count

@@ -218,13 +218,18 @@ def flash_attention_backward(Q, K, V, O, dO, L, is_causal=False, scale=None, blo
     Variant(
         "FlashAttention.backward returns three gradients for five inputs",
         FUNCTION,
-        edits=(("return dQ, dK, dV, None, None", "return dQ, dK, dV"),),
+        edits=(
+            (
+                "return dQ.reshape(Q.shape), dK.reshape(K.shape), dV.reshape(V.shape), None, None",
+                "return dQ.reshape(Q.shape), dK.reshape(K.shape), dV.reshape(V.shape)",
+            ),
+        ),
         loses=FUNCTION_OUTPUTS,
     ),
     Variant(
         "FlashAttention.backward returns dK in dQ's place",
         FUNCTION,
-        edits=(("return dQ, dK, dV, None, None", "return dK, dQ, dV, None, None"),),
+        edits=(("return dQ.reshape(Q.shape), dK.reshape(K.shape)", "return dK.reshape(K.shape), dQ.reshape(Q.shape)"),),
         loses=FUNCTION_OUTPUTS,
     ),
     Variant("the dK/dV kernel forgets the scale on dK", TRITON, edits=(("    dk = dk * scale\n", ""),), loses=TRITON_VALUES),
@@ -293,7 +298,7 @@ def flash_attention_backward(Q, K, V, O, dO, L, is_causal=False, scale=None, blo
     Variant(
         "FlashAttentionTriton.backward returns dK in dQ's place",
         "FlashAttentionTriton",
-        edits=(("return dQ, dK, dV, None, None", "return dK, dQ, dV, None, None"),),
+        edits=(("return dQ.reshape(Q.shape), dK.reshape(K.shape)", "return dK.reshape(K.shape), dQ.reshape(Q.shape)"),),
         loses=("test_flash_attention_fused",),
     ),
     Variant(
@@ -400,14 +405,8 @@ from course_utils.stand_ins import torch_flash_forward as flash_attention_forwar
         "FlashAttention runs its tiles at 16 x 16",
         FUNCTION,
         edits=(
-            (
-                "O, L = flash_attention_forward(Q, K, V, is_causal=is_causal, scale=scale)",
-                "O, L = flash_attention_forward(Q, K, V, is_causal=is_causal, scale=scale, block_q=16, block_k=16)",
-            ),
-            (
-                "flash_attention_backward(Q, K, V, O, dO, L, is_causal=ctx.is_causal, scale=ctx.scale)",
-                "flash_attention_backward(Q, K, V, O, dO, L, is_causal=ctx.is_causal, scale=ctx.scale, block_q=16, block_k=16)",
-            ),
+            ("is_causal=is_causal, scale=scale)", "is_causal=is_causal, scale=scale, block_q=16, block_k=16)"),
+            ("is_causal=ctx.is_causal, scale=ctx.scale\n", "is_causal=ctx.is_causal, scale=ctx.scale, block_q=16, block_k=16\n"),
         ),
     ),
     Variant(

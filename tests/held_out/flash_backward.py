@@ -38,7 +38,7 @@ HELD_OUT: list[HeldOut] = [
         Variant(
             "FlashAttention.backward always runs the unmasked backward pass",
             "FlashAttention",
-            edits=(("is_causal=ctx.is_causal, scale=ctx.scale)", "is_causal=False, scale=ctx.scale)"),),
+            edits=(("is_causal=ctx.is_causal, scale=ctx.scale\n", "is_causal=False, scale=ctx.scale\n"),),
             loses=("test_flash_attention_function", "test_flash_attention_function_gradcheck"),
         ),
         says=("flash_attention",),
