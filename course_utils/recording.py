@@ -407,7 +407,13 @@ def invoke(
     return _outcome_from_wire(_outcome_to_wire(outcome))
 
 
-def measured(kind: str, fn: Callable[..., Any], args: tuple, kwargs: dict[str, Any], measure: Callable[[Callable[[], Any]], Any]) -> Any:
+def apply_measure(measure: Callable[..., Any], thunk: Callable[[], Any], args: tuple, kwargs: dict[str, Any]) -> Any:
+    """``measure(thunk)``; or ``measure(thunk, args, kwargs)`` for a measure that looks at the inputs themselves
+    (``takes_inputs``: which tensors it watches), so that it can be run again on copies of them."""
+    return measure(thunk, args, kwargs) if getattr(measure, "takes_inputs", False) else measure(thunk)
+
+
+def measured(kind: str, fn: Callable[..., Any], args: tuple, kwargs: dict[str, Any], measure: Callable[..., Any]) -> Any:
     """``measure(thunk)`` around ``fn(*args, **kwargs)``; in replay the recorded measurement.
 
     In replay the thunk still runs, so that the invocations inside it are consumed in order,
@@ -416,7 +422,7 @@ def measured(kind: str, fn: Callable[..., Any], args: tuple, kwargs: dict[str, A
     global _measuring
     thunk = lambda: fn(*args, **kwargs)  # noqa: E731
     if _state.mode is Mode.LIVE or _state.depth > 0:
-        return measure(thunk)
+        return apply_measure(measure, thunk, args, kwargs)
     if _state.mode is Mode.REPLAY:
         rng = torch.random.get_rng_state()
         thunk()
@@ -428,7 +434,7 @@ def measured(kind: str, fn: Callable[..., Any], args: tuple, kwargs: dict[str, A
         return value
     _measuring += 1
     try:
-        value = measure(thunk)
+        value = apply_measure(measure, thunk, args, kwargs)
     finally:
         _measuring -= 1
     _write(

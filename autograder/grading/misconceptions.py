@@ -182,7 +182,8 @@ def _measured(module: Any, objects: dict[int, Any], call: recording.Replayed) ->
     first = call.args[0] if call.args else None
     if call.fn is student_calls.call and isinstance(first, recording.Placeholder) and hasattr(module, first.__name__):
         graded = getattr(module, first.__name__)
-        return (lambda *args, **kwargs: student_calls.call(graded, *args, **kwargs)), call.args[1:]
+        # the graded function's slot stays (empty), so that a measure that watches inputs by position finds them
+        return (lambda _graded, *args, **kwargs: student_calls.call(graded, *args, **kwargs)), (None, *call.args[1:])
     namespace = getattr(call.fn, "__globals__", None)
     if not isinstance(call.fn, recording.Placeholder) and isinstance(namespace, dict):
         return _with_graded_names(call.fn, namespace, module), call.args
@@ -239,7 +240,8 @@ def _same_result(module: Any, objects: dict[int, Any], call: recording.Replayed)
         fn, args = _measured(module, objects, call)
         args, kwargs = _inputs(args, objects), _inputs(call.kwargs, objects)
         with _live(call.rng):
-            return _close_measurement(call.target, call.measure(lambda: fn(*args, **kwargs)), call.outcome.value)
+            value = recording.apply_measure(call.measure, lambda: fn(*args, **kwargs), args, kwargs)
+            return _close_measurement(call.target, value, call.outcome.value)
     fn = _target(module, objects, call)
     args, kwargs = _inputs(call.args, objects), _inputs(call.kwargs, objects)
     wrap = call.through[1] if call.through else None

@@ -41,6 +41,42 @@ TRITON_MAX_PASS = """    for k_start in range(0, k_end, BLOCK_N):  # pass 1: the
         m_i = tl.maximum(m_i, tl.max(tl.where(allowed, s, float("-inf")), 1))
 """
 
+# A forward with no matrix product for a FLOP counter to see: elementwise products and sums, in two passes over every tile.
+ELEMENTWISE_TWO_PASSES = """
+def flash_attention_forward(Q, K, V, is_causal=False, scale=None, block_q=64, block_k=64):
+    if block_q < 1 or block_k < 1:
+        raise ValueError(f"block sizes must be at least 1, got block_q={block_q}, block_k={block_k}")
+    T_q, T_k = Q.shape[-2], K.shape[-2]
+    scale = 1.0 / math.sqrt(Q.shape[-1]) if scale is None else scale
+    acc_dtype = torch.float64 if Q.dtype == torch.float64 else torch.float32
+    O = torch.empty(*Q.shape[:-1], V.shape[-1], dtype=Q.dtype, device=Q.device)
+    L = torch.empty(Q.shape[:-1], dtype=acc_dtype, device=Q.device)
+
+    def scores(q, q_start, q_stop, k_start, k_stop):
+        s = (q[..., :, None, :] * K[..., None, k_start:k_stop, :].to(acc_dtype)).sum(-1)
+        if is_causal:
+            rows = torch.arange(q_start, q_stop, device=Q.device)[:, None]
+            s = s.masked_fill(torch.arange(k_start, k_stop, device=Q.device) > rows, float("-inf"))
+        return s
+
+    for q_start in range(0, T_q, block_q):
+        q_stop = min(q_start + block_q, T_q)
+        q = Q[..., q_start:q_stop, :].to(acc_dtype) * scale
+        m = torch.full(q.shape[:-1], float("-inf"), dtype=acc_dtype, device=Q.device)
+        for k_start in range(0, T_k, block_k):  # pass 1: the row max
+            m = torch.maximum(m, scores(q, q_start, q_stop, k_start, min(k_start + block_k, T_k)).amax(dim=-1))
+        l = torch.zeros_like(m)
+        acc = torch.zeros(*q.shape[:-1], V.shape[-1], dtype=acc_dtype, device=Q.device)
+        for k_start in range(0, T_k, block_k):  # pass 2: the sums and P V
+            k_stop = min(k_start + block_k, T_k)
+            p = torch.exp(scores(q, q_start, q_stop, k_start, k_stop) - m[..., None])
+            l = l + p.sum(dim=-1)
+            acc = acc + (p[..., :, :, None] * V[..., None, k_start:k_stop, :].to(acc_dtype)).sum(-2)
+        O[..., q_start:q_stop, :] = (acc / l[..., None]).to(Q.dtype)
+        L[..., q_start:q_stop] = m + torch.log(l)
+    return O, L
+"""
+
 # The launcher's return, and one that computes attention itself after the kernel has run.
 TRITON_RETURN = "    return O, L\n"
 TRITON_TORCH_RETURN = """    s = (Q.float() @ K.float().transpose(-2, -1)) * scale
@@ -209,6 +245,12 @@ def flash_attention_forward(Q, K, V, is_causal=False, scale=None, block_q=64, bl
         FLASH,
         edits=(("T_q, T_k = Q.shape[-2], K.shape[-2]", "T_q, T_k = Q.shape[-2], K.shape[-2]\n    block_k = T_k"),),
         loses=("test_flash_attention_forward_tiles", "test_flash_attention_forward_skips_masked_blocks"),
+    ),
+    Variant(
+        "flash_attention_forward walks every tile twice with elementwise products (no matrix product for a FLOP counter to see)",
+        FLASH,
+        source=ELEMENTWISE_TWO_PASSES,
+        loses=("test_flash_attention_forward_one_pass", "test_flash_attention_forward_skips_masked_blocks"),
     ),
     Variant(
         "the Triton kernel does not mask keys past T_k",
