@@ -183,9 +183,9 @@ def _instrumented() -> Iterator[_Tracer]:
     load, store, dot, rmw = builder.create_masked_load, builder.create_masked_store, builder.create_dot, builder.create_atomic_rmw
     run = interpreter.GridExecutor.__call__
 
-    def masked_load(ptrs: Any, mask: Any, other: Any, *rest: Any) -> Any:
+    def masked_load(ptrs: Any, mask: Any, other: Any, *rest: Any, **named: Any) -> Any:
         tracer.loaded(builder, _masked_addresses(ptrs, mask))
-        return load(ptrs, mask, other, *rest)
+        return load(ptrs, mask, other, *rest, **named)
 
     def note_store(ptrs: Any, mask: Any) -> None:
         addresses = _masked_addresses(ptrs, mask)
@@ -196,13 +196,13 @@ def _instrumented() -> Iterator[_Tracer]:
             )
             tracer.stored.append((addresses, np.asarray(now, dtype=np.float64)))
 
-    def masked_store(ptrs: Any, value: Any, mask: Any, *rest: Any) -> Any:
-        result = store(ptrs, value, mask, *rest)
+    def masked_store(ptrs: Any, value: Any, mask: Any, *rest: Any, **named: Any) -> Any:
+        result = store(ptrs, value, mask, *rest, **named)
         note_store(ptrs, mask)
         return result
 
-    def atomic_rmw(op: Any, ptr: Any, val: Any, mask: Any, *rest: Any) -> Any:
-        result = rmw(op, ptr, val, mask, *rest)
+    def atomic_rmw(op: Any, ptr: Any, val: Any, mask: Any, *rest: Any, **named: Any) -> Any:
+        result = rmw(op, ptr, val, mask, *rest, **named)
         note_store(ptr, mask)
         return result
 

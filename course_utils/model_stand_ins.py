@@ -163,8 +163,11 @@ def model_calls(model: nn.Module, fn: Callable[..., Any], *args: Any, **kwargs: 
     time. Under grading the sealed run records the calls and the trusted replay reads them.
     """
     signature = inspect.signature(model.forward)
+    found = [index for index, value in enumerate(args) if value is model]
+    if not found:
+        raise ValueError("model_calls: the model must be one of the arguments, so that its calls can be told")
 
-    def measure(thunk: Callable[[], Any]) -> list[dict[str, Any]]:
+    def measure(thunk: Callable[[], Any], inputs: tuple, named: dict[str, Any]) -> list[dict[str, Any]]:
         calls: list[dict[str, Any]] = []
 
         def note(module: nn.Module, positional: tuple, named: dict[str, Any]) -> None:
@@ -179,13 +182,14 @@ def model_calls(model: nn.Module, fn: Callable[..., Any], *args: Any, **kwargs: 
                 }
             )
 
-        handle = model.register_forward_pre_hook(note, with_kwargs=True)
+        handle = inputs[found[0]].register_forward_pre_hook(note, with_kwargs=True)
         try:
             thunk()
         finally:
             handle.remove()
         return calls
 
+    measure.takes_inputs = True  # type: ignore[attr-defined]  # run again on a copy of the model, it hooks the copy
     return measured("model_calls", fn, args, kwargs, measure)
 
 

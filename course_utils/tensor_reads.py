@@ -3,14 +3,15 @@
 FLOP counters see matrix products only: attention written with elementwise products and a sum does its
 work unseen. What every way of computing a tile of scores shares is that it reads the tile's keys. So
 ``elements_read(fn, *args, watch={"K": K, "V": V})`` counts, for each watched tensor, the elements the
-operations inside ``fn`` read from it (``torch.utils._python_dispatch.TorchDispatchMode`` sees every
-operation, whatever Python called it):
+torch functions called inside ``fn`` read from it (through torch's public ``TorchFunctionMode``, which
+sees each call from Python, methods and operators included):
 
-* an operation that computes from a watched tensor (a product, a sum, an exp, a comparison) reads the
-  distinct elements of the view it is given (a broadcast reads each element once);
-* a view (a slice, a transpose) reads nothing, and a copy (``.to``, ``.contiguous``, ``torch.cat``, an
-  index) reads nothing either: its result is watched under the same name, so computing from a copy
-  counts as computing from the tensor.
+* a function that computes from a watched tensor (a product, a sum, an exp, a comparison, SDPA) reads
+  the distinct elements of the view it is given (a broadcast reads each element once);
+* a view or a copy (a slice, a transpose, ``.to``, ``.contiguous``, ``torch.cat``, an index) reads
+  nothing: a view shares the tensor's memory, and a copy is watched under the same name, so computing
+  from either counts as computing from the tensor;
+* asking for a shape, a dtype or a tensor like it (``.size()``, ``torch.empty_like``) reads nothing.
 
 So a tile read twice, by two passes or by the same products in another order, counts twice, while
 ``einsum``, float64 copies and other correct variants count as the plain products do. Under grading the
@@ -23,31 +24,50 @@ import math
 from typing import Any, Callable
 
 import torch
-from torch.utils._python_dispatch import TorchDispatchMode
-from torch.utils._pytree import tree_flatten
+from torch.overrides import TorchFunctionMode
 
 from .recording import measured
 
-aten = torch.ops.aten
-# Operations that move data without computing from it: their outputs are what they read, under its name.
-MOVES = {
-    aten._to_copy.default,
-    aten.clone.default,
-    aten.copy_.default,
-    aten.cat.default,
-    aten.stack.default,
-    aten.index_select.default,
-    aten.gather.default,
-    aten.index.Tensor,
-    aten.constant_pad_nd.default,
-    aten.repeat.default,
-    aten.expand_copy.default,
-    aten._unsafe_view.default,
-    aten.lift_fresh.default,
-    aten.lift_fresh_copy.default,
-    aten.alias.default,
-    aten.detach.default,
-}
+# Functions that view or move data without computing from it; an output that is not a view is a copy, watched
+# under its input's name. copy_ and __setitem__ move their source into their first argument.
+MOVES = frozenset(
+    {
+        "__get__", "__getitem__", "__setitem__", "copy_", "to", "float", "double", "half", "bfloat16", "type", "clone",
+        "contiguous", "detach", "cpu", "cuda", "reshape", "view", "view_as", "reshape_as", "flatten", "unflatten", "permute",
+        "transpose", "t", "unsqueeze", "squeeze", "movedim", "swapaxes", "narrow", "select", "split", "chunk", "unbind",
+        "expand", "expand_as", "broadcast_to", "cat", "concat", "concatenate", "stack", "hstack", "vstack", "index_select",
+        "gather", "repeat", "repeat_interleave", "tile", "pad", "as_strided", "masked_select", "requires_grad_",
+    }
+)  # fmt: skip
+
+
+# Functions that make a new tensor from another's shape alone.
+SHAPE_ONLY = frozenset(
+    {
+        "empty_like",
+        "zeros_like",
+        "ones_like",
+        "full_like",
+        "rand_like",
+        "randn_like",
+        "randint_like",
+        "new_empty",
+        "new_zeros",
+        "new_ones",
+        "new_full",
+        "new_tensor",
+    }
+)
+
+
+def _tensors(value: Any) -> list[torch.Tensor]:
+    if isinstance(value, torch.Tensor):
+        return [value]
+    if isinstance(value, (tuple, list)):
+        return [t for item in value for t in _tensors(item)]
+    if isinstance(value, dict):
+        return [t for item in value.values() for t in _tensors(item)]
+    return []
 
 
 def _distinct_elements(tensor: torch.Tensor) -> int:
@@ -57,7 +77,7 @@ def _distinct_elements(tensor: torch.Tensor) -> int:
     return math.prod(size for size, stride in zip(tensor.shape, tensor.stride()) if stride != 0)
 
 
-class _ReadCounter(TorchDispatchMode):
+class _ReadCounter(TorchFunctionMode):
     def __init__(self, watched: dict[str, torch.Tensor]) -> None:
         super().__init__()
         self.names: dict[int, str] = {}  # storage address -> the watched tensor it holds (or a copy of)
@@ -70,25 +90,26 @@ class _ReadCounter(TorchDispatchMode):
         self.names[tensor.untyped_storage().data_ptr()] = name
         self.kept.append(tensor)
 
-    def _name(self, value: Any) -> str | None:
-        if isinstance(value, torch.Tensor) and value.device.type != "meta":
-            return self.names.get(value.untyped_storage().data_ptr())
-        return None
+    def _name(self, tensor: torch.Tensor) -> str | None:
+        return None if tensor.device.type == "meta" else self.names.get(tensor.untyped_storage().data_ptr())
 
-    def __torch_dispatch__(self, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
+    def __torch_function__(self, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
         kwargs = kwargs or {}
         result = func(*args, **kwargs)
-        inputs = [value for value in tree_flatten((args, kwargs))[0] if self._name(value) is not None]
-        if not inputs or func.is_view:
+        inputs = [t for t in _tensors((args, kwargs)) if self._name(t) is not None]
+        if not inputs:
             return result
-        if func in MOVES:
-            source = self._name(args[1] if func is aten.copy_.default else inputs[0])
-            for output in tree_flatten(result)[0]:
-                if isinstance(output, torch.Tensor) and source is not None:
-                    self._watch(output, source)
+        if getattr(func, "__name__", "") in MOVES:
+            name = self._name(inputs[-1] if func.__name__ in ("copy_", "__setitem__") else inputs[0])
+            targets = [args[0]] if func.__name__ in ("copy_", "__setitem__") and isinstance(args[0], torch.Tensor) else _tensors(result)
+            for output in targets:
+                if name is not None and self._name(output) is None:
+                    self._watch(output, name)
             return result
-        for value in inputs:
-            self.reads[self._name(value)] += _distinct_elements(value)  # type: ignore[index]
+        if getattr(func, "__name__", "") in SHAPE_ONLY or not _tensors(result):
+            return result  # a shape, a dtype, a number of elements: no values computed from
+        for tensor in inputs:
+            self.reads[self._name(tensor)] += _distinct_elements(tensor)  # type: ignore[index]
         return result
 
 
