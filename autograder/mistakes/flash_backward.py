@@ -319,6 +319,14 @@ def flash_attention_backward(Q, K, V, O, dO, L, is_causal=False, scale=None, blo
         ),
         loses=("test_flash_attention_fused",),
     ),
+    Variant(
+        "flash_attention_backward sums dQ in the inputs' dtype (in bfloat16 every key block's addition rounds)",
+        FLASH,
+        edits=(
+            ("dQ = torch.zeros(Q.shape, dtype=acc_dtype, device=Q.device)", "dQ = torch.zeros(Q.shape, dtype=Q.dtype, device=Q.device)"),
+        ),
+        loses=("test_flash_attention_backward",),
+    ),
 ]
 
 CORRECT_VARIANTS = [
