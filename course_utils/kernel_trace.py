@@ -31,6 +31,7 @@ from typing import Any, Callable
 import numpy as np
 import torch
 
+from .memory import tensors_in
 from .recording import measured
 
 
@@ -273,14 +274,6 @@ def _summary(tracer: _Tracer) -> dict[str, Any]:
     return {"launches": launches}
 
 
-def _tensors(result: Any) -> list[torch.Tensor]:
-    if isinstance(result, torch.Tensor):
-        return [result]
-    if isinstance(result, (tuple, list)):
-        return [t for item in result for t in _tensors(item)]
-    return []
-
-
 def _as_stored(tracer: _Tracer, tensor: torch.Tensor) -> list[int]:
     """(elements of ``tensor``, how many hold exactly what a kernel last stored at their address)."""
     if tensor.device.type != "cpu" or not tensor.numel() or not tracer.stored:
@@ -326,7 +319,7 @@ def returned_by_kernels(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> tu
     def measure(thunk: Callable[[], Any]) -> list[list[int]]:
         with _instrumented() as tracer:
             result = thunk()
-        return [_as_stored(tracer, tensor) for tensor in _tensors(result)]
+        return [_as_stored(tracer, tensor) for tensor in tensors_in(result)]
 
     data = measured("kernel_outputs", fn, args, kwargs, measure)
     try:

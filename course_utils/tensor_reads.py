@@ -26,6 +26,7 @@ from typing import Any, Callable
 import torch
 from torch.overrides import TorchFunctionMode
 
+from .memory import tensors_in
 from .recording import measured
 
 # Functions that view or move data without computing from it; an output that is not a view is a copy, watched
@@ -60,16 +61,6 @@ SHAPE_ONLY = frozenset(
 )
 
 
-def _tensors(value: Any) -> list[torch.Tensor]:
-    if isinstance(value, torch.Tensor):
-        return [value]
-    if isinstance(value, (tuple, list)):
-        return [t for item in value for t in _tensors(item)]
-    if isinstance(value, dict):
-        return [t for item in value.values() for t in _tensors(item)]
-    return []
-
-
 def _distinct_elements(tensor: torch.Tensor) -> int:
     """The elements a view reaches: dimensions of stride 0 (a broadcast) add none."""
     if tensor.numel() == 0:
@@ -96,17 +87,19 @@ class _ReadCounter(TorchFunctionMode):
     def __torch_function__(self, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
         kwargs = kwargs or {}
         result = func(*args, **kwargs)
-        inputs = [t for t in _tensors((args, kwargs)) if self._name(t) is not None]
+        inputs = [t for t in tensors_in((args, kwargs)) if self._name(t) is not None]
         if not inputs:
             return result
         if getattr(func, "__name__", "") in MOVES:
             name = self._name(inputs[-1] if func.__name__ in ("copy_", "__setitem__") else inputs[0])
-            targets = [args[0]] if func.__name__ in ("copy_", "__setitem__") and isinstance(args[0], torch.Tensor) else _tensors(result)
+            targets = (
+                [args[0]] if func.__name__ in ("copy_", "__setitem__") and isinstance(args[0], torch.Tensor) else list(tensors_in(result))
+            )
             for output in targets:
                 if name is not None and self._name(output) is None:
                     self._watch(output, name)
             return result
-        if getattr(func, "__name__", "") in SHAPE_ONLY or not _tensors(result):
+        if getattr(func, "__name__", "") in SHAPE_ONLY or next(tensors_in(result), None) is None:
             return result  # a shape, a dtype, a number of elements: no values computed from
         for tensor in inputs:
             self.reads[self._name(tensor)] += _distinct_elements(tensor)  # type: ignore[index]

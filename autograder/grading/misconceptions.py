@@ -24,6 +24,7 @@ from nbformat.notebooknode import NotebookNode
 
 from course_utils import recording, student_calls
 from course_utils.comparisons import tolerance
+from course_utils.memory import tensors_in
 from course_utils.reference import is_solution_cell, load_solution, nbgrader_meta, solution_cells, solution_module
 
 from ..mistakes import MISTAKES, Variant
@@ -285,7 +286,7 @@ def _same_entries_wrong(module: Any, solution: Any, call: recording.Replayed) ->
             return False
         results.append(outcome.value)
     mistake, expected = results
-    pieces = [(s, m, e) for s, m, e in zip(*map(_tensors, (student, mistake, expected)))]
+    pieces = [(s, m, e) for s, m, e in zip(*(list(tensors_in(v)) for v in (student, mistake, expected)))]
     if not pieces or any(s.shape != e.shape or m.shape != e.shape for s, m, e in pieces):
         return False
     wrong = [(_wrong_entries(s, e), _wrong_entries(m, e)) for s, m, e in pieces]
@@ -309,14 +310,6 @@ def _undefined_is_nan() -> Iterator[None]:
     finally:
         torch.use_deterministic_algorithms(enabled, warn_only=warn_only)
         torch.utils.deterministic.fill_uninitialized_memory = fill
-
-
-def _tensors(value: Any) -> list[torch.Tensor]:
-    if isinstance(value, torch.Tensor):
-        return [value]
-    if isinstance(value, (tuple, list)):
-        return [t for v in value for t in _tensors(v)]
-    return []
 
 
 def _wrong_entries(actual: torch.Tensor, expected: torch.Tensor) -> torch.Tensor:
