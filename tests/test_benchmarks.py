@@ -94,3 +94,17 @@ def test_notebook_benchmark_runs_in_quick_mode(tmp_path: Path) -> None:
     assert figures["budget_s"] == 60 and figures["machine"]["cpus"]
     [row] = figures["rows"]
     assert row["mode"] == "grading" and row["seconds"] > 0 and row["errors"] == []
+
+
+def test_the_gpu_session_runs_nothing_without_a_gpu(tmp_path: Path, repo_root: Path) -> None:
+    # On a GPU machine the script runs the kernels' tests and the sweep; here (CI has no GPU) it must say so
+    # and leave nothing behind, so that the one prepared script can be handed to a device machine as it is.
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("a GPU is here: the session would run for minutes")
+    env = {"PATH": "/usr/bin:/bin", "PYTHON": sys.executable, "OUT": str(tmp_path / "out")}
+    run = subprocess.run(["bash", str(repo_root / "benchmarks" / "gpu_session.sh")], capture_output=True, text=True, env=env, timeout=120)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.strip() == "no CUDA GPU here: nothing to run"
+    assert not (tmp_path / "out").exists()
