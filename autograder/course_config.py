@@ -75,6 +75,7 @@ def course_config(
         "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",
         "autograder.nbgrader_ext.feedback.RedactHiddenTests",
         "autograder.nbgrader_ext.discussion.RestoreDiscussions",
+        "autograder.nbgrader_ext.feedback.OfflineMarkdown",  # math as MathML: the page loads nothing
     ]
     # Every notebook shown as HTML (feedback, formgrader) goes through the allow-list first: student
     # HTML must not run in the instructor's browser. Discussions are restored after, from the source.

@@ -9,7 +9,6 @@ The pages come from the nbconvert template folder ``templates/solutions_site`` (
 
 from __future__ import annotations
 
-import html
 import os
 import re
 import time
@@ -23,6 +22,7 @@ from nbformat.notebooknode import NotebookNode
 from course_utils.reference import assignment_notebook
 
 from .course import list_assignments
+from .offline_markdown import latex_to_mathml, offline_markdown
 from .settings import SOLUTIONS_DIR
 
 if TYPE_CHECKING:  # nbconvert is imported where it is used: it is slow to import
@@ -30,9 +30,6 @@ if TYPE_CHECKING:  # nbconvert is imported where it is used: it is slow to impor
 
 TEMPLATES = Path(__file__).with_name("templates")  # nbconvert's "extra template base dir": one folder per template
 
-DISPLAY_MATH = re.compile(r"\$\$(.+?)\$\$", re.S)
-INLINE_MATH = re.compile(r"(?<![\\$])\$(?!\$)([^$\n]+?)(?<!\\)\$(?!\$)")
-CODE_SPAN = re.compile(r"(```.*?```|`[^`\n]*`)", re.S)
 NOTEBOOK_LINK = re.compile(r"(\d{2}_[a-z0-9_]+)\.ipynb")
 
 
@@ -74,32 +71,11 @@ def run_notebook(
     return notebook
 
 
-def latex_to_mathml(markdown: str) -> str:
-    """Replace ``$…$`` and ``$$…$$`` outside code with MathML that browsers draw without scripts."""
-    from latex2mathml.converter import convert
-
-    def render(latex: str, display: str) -> str:
-        try:
-            return convert(latex.strip(), display=display)
-        except Exception:  # noqa: BLE001 - show the source rather than lose the sentence
-            return f"<code>{html.escape(latex)}</code>"
-
-    pieces = CODE_SPAN.split(markdown)
-    for i in range(0, len(pieces), 2):  # even pieces are outside code spans
-        text = DISPLAY_MATH.sub(lambda m: "\n\n" + render(m.group(1), "block") + "\n\n", pieces[i])
-        pieces[i] = INLINE_MATH.sub(lambda m: render(m.group(1), "inline"), text)
-    return "".join(pieces)
-
-
 def _static_markdown(notebook: NotebookNode, resources: dict[str, Any]) -> tuple[NotebookNode, dict[str, Any]]:
     """nbconvert preprocessor: markdown that works offline (math as MathML, links to the pages, no Colab badge image)."""
-    from course_utils.colab import BADGE_IMAGE
-
     for cell in notebook.cells:
         if cell.cell_type == "markdown":
-            # The badge image lives on Colab's server; the site stays offline with a plain label.
-            cell.source = re.sub(rf'<img src="{re.escape(BADGE_IMAGE)}"[^>]*>', '<span class="colab">Open in Colab</span>', cell.source)
-            cell.source = NOTEBOOK_LINK.sub(r"\1.html", latex_to_mathml(cell.source))
+            cell.source = NOTEBOOK_LINK.sub(r"\1.html", offline_markdown(cell.source))
     return notebook, resources
 
 

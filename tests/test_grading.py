@@ -157,6 +157,21 @@ def test_every_graded_notebook_gets_feedback_that_quotes_no_hidden_test(graded_c
         missing = [phrase for phrase in discussed if phrase not in text]
         assert not missing, f"{page.parent.name}'s feedback on {assignment} lacks the discussions: {missing[:2]}"
         assert WITHHELD_NOTE[:60] not in text, "the note that stood in for a discussion is gone once it is back"
+        assert offsite_resources(page.read_text()) == [], f"{page.parent.name}'s feedback on {assignment} loads from the network"
+    solved = (graded_class.out / "feedback" / f"{assignment[:2]}-solved" / f"{assignment}.html").read_text()
+    assert "<math" in solved and "$$" not in page_text_of(solved), "the math is MathML, drawn without a script"
+
+
+OFFSITE = re.compile(r"<(?:script|img|link|iframe|audio|video|source)\b[^>]*?\b(?:src|href)\s*=\s*[\"']?(?:https?:)?//", re.IGNORECASE)
+
+
+def offsite_resources(html: str) -> list[str]:
+    """The tags of a page that would fetch something from another machine (a CDN's script, a badge image)."""
+    return [match.group(0)[:120] for match in OFFSITE.finditer(html)]
+
+
+def page_text_of(html: str) -> str:
+    return " ".join(unescape(re.sub(r"<[^>]+>", " ", html)).split())
 
 
 def discussion_phrases(assignment: str) -> list[str]:

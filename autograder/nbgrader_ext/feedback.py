@@ -6,7 +6,9 @@ the traceback of a failure in that region down to its message (a traceback would
 quote the hidden code line by line). The message still says what failed and why:
 the course's checks write messages meant for students.
 
-``FeedbackHtmlExporter`` writes the page: nbconvert's HTML export, made cheaper for a class.
+``OfflineMarkdown`` turns the math of every markdown cell into MathML, and ``FeedbackHtmlExporter``
+writes the page: nbconvert's HTML export, made cheaper for a class, loading nothing from the network
+(no MathJax, no badge image), so a page reads the same offline.
 """
 
 from __future__ import annotations
@@ -20,7 +22,9 @@ from nbconvert.exporters import HTMLExporter, TemplateExporter
 from nbconvert.filters.highlight import Highlight2HTML
 from nbconvert.filters.widgetsdatatypefilter import WidgetsDataTypeFilter
 from nbformat.notebooknode import NotebookNode
-from nbgrader.preprocessors import ClearHiddenTests
+from nbgrader.preprocessors import ClearHiddenTests, NbGraderPreprocessor
+
+from ..offline_markdown import offline_markdown
 
 REDACTED_NOTE = "# (hidden tests ran here; their code is not shown)"
 
@@ -86,6 +90,22 @@ def with_alt_text(html: str) -> str:
     return html
 
 
+class OfflineMarkdown(NbGraderPreprocessor):  # enabled by default, as nbconvert's own are not
+    """Every markdown cell's math as MathML, through an allow-list (``offline_markdown``); the badge as a label.
+
+    Runs after the student HTML is sanitised: what a student wrote in LaTeX becomes MathML elements
+    and layout attributes only."""
+
+    def preprocess_cell(self, cell: NotebookNode, resources: dict[str, Any], index: int) -> tuple[NotebookNode, dict[str, Any]]:
+        if cell.cell_type == "markdown":
+            cell.source = offline_markdown(cell.source)
+        return cell, resources
+
+
+# nbconvert's classic page imports its MathJax loader (a script from a CDN) from this template; the page's math is MathML.
+NO_MATHJAX = {"mathjax.html.j2": "{%- macro mathjax(url='') -%}{%- endmacro %}"}
+
+
 class _CompiledTemplates(jinja2.BytecodeCache):
     """Compiled templates kept in memory for the life of the process (jinja checks each source's checksum)."""
 
@@ -119,6 +139,7 @@ class FeedbackHtmlExporter(HTMLExporter):
     def _create_environment(self) -> jinja2.Environment:
         environment = super()._create_environment()
         environment.bytecode_cache = _COMPILED
+        environment.loader = jinja2.ChoiceLoader([jinja2.DictLoader(NO_MATHJAX), environment.loader])
         return environment
 
     def from_notebook_node(self, nb: NotebookNode, resources: dict[str, Any] | None = None, **kw: Any) -> tuple[str, dict[str, Any]]:
