@@ -1,14 +1,12 @@
 """In a real browser: the solutions site as self-learners read it, and a student notebook in JupyterLab.
 
-Headless Chromium (Debian's ``chromium``) driven by Playwright. Without Chromium these tests skip,
-except under CI, which installs it (see the README) and where a skip would hide a broken path.
+Headless Chromium (``tests/browser_page.py``); without it these tests skip, except under CI.
 """
 
 from __future__ import annotations
 
 import os
 import secrets
-import shutil
 import socket
 import subprocess
 import sys
@@ -19,48 +17,22 @@ from typing import Iterator
 
 import nbformat
 import pytest
+from browser_page import PageWatch, chromium, needs_chromium
 from helpers import ASSIGNMENTS, ColabRuns
 
 from autograder.site import build_site
 from autograder.submissions import released, solved
 from course_utils.colab import BADGE_IMAGE
 
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-if CHROMIUM is None and os.environ.get("CI"):
-    raise RuntimeError("CI must run the browser tests: install Debian's chromium (see the README's setup)")
-
-pytestmark = [pytest.mark.slow, pytest.mark.skipif(CHROMIUM is None, reason="needs Debian's chromium for the browser tests")]
+pytestmark = [pytest.mark.slow, needs_chromium]
 
 FIRST = ASSIGNMENTS[0]
 
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator:
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=["--no-sandbox"])
-        yield chromium
-        chromium.close()
-
-
-class PageWatch:
-    """A page that remembers console errors, uncaught exceptions and any request off this machine."""
-
-    def __init__(self, browser, base: str = "file://") -> None:
-        self.page = browser.new_page(viewport={"width": 1200, "height": 900})
-        self.errors: list[str] = []
-        self.page.on("console", lambda m: self.errors.append(f"console: {m.text}") if m.type == "error" else None)
-        self.page.on("pageerror", lambda e: self.errors.append(f"page error: {e}"))
-
-        def block_network(route) -> None:
-            if not route.request.url.startswith((base, "data:")):
-                self.errors.append(f"asked the network for {route.request.url}")
-                route.abort()
-            else:
-                route.continue_()
-
-        self.page.route("**/*", block_network)
+    with chromium() as launched:
+        yield launched
 
 
 @pytest.fixture(scope="module")

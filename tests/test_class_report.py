@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import json
-import os
-import shutil
 from pathlib import Path
 
 import nbformat
 import numpy as np
 import pytest
+from browser_page import chromium, needs_chromium
 
 from autograder.grading import class_report
 from autograder.grading.class_report import (
@@ -296,47 +295,37 @@ def test_copydetect_html_passes_only_highlight_spans() -> None:
 
 # --- in a browser ---------------------------------------------------------------------------------------
 
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-if CHROMIUM is None and os.environ.get("CI"):
-    raise RuntimeError("CI must run the browser tests: install Debian's chromium (see the README's setup)")
-
 
 @pytest.mark.slow
-@pytest.mark.skipif(CHROMIUM is None, reason="needs Debian's chromium for the browser tests")
+@needs_chromium
 def test_the_report_opens_from_disk_with_its_sections_and_no_script(tiny_class, tmp_path: Path) -> None:
-    from playwright.sync_api import sync_playwright
-
     submissions, released = tiny_class
     grades = [GradeRow(s.student, "01_a", 2.0, 2.0, Outcome(Kind.GRADED)) for s in submissions[:3]]
     grades += [GradeRow("dee", "01_a", 0.0, 2.0, Outcome(Kind.MISSING, "no 01_a.ipynb"))]
     tests = [TestRow(g.student_id, "01_a", "test_attention", g.score, 2.0, "" if g.score else "m") for g in grades]
     spec = {"01_a": AssignmentSpec("01_a", {"test_attention": 2.0})}
     path = write_class_report(grades, tests, spec, tmp_path / "out", submissions, released)
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=["--no-sandbox"])
-        try:
-            page = browser.new_page(viewport={"width": 1280, "height": 900})
-            errors: list[str] = []
-            page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-            page.on("pageerror", lambda e: errors.append(str(e)))
-            page.on("dialog", lambda d: (errors.append(f"dialog: {d.message}"), d.dismiss()))
-            requests: list[str] = []
-            page.on("request", lambda r: requests.append(r.url))
-            page.goto(path.as_uri())
-            page.wait_for_load_state("load")
-            assert page.locator("h1").inner_text() == "Class report"
-            assert page.locator("h2").all_inner_texts() == ["Scores", "Misconceptions", "Similar code", "Not graded, or stopped by a limit"]
-            assert page.locator("script").count() == 0
-            images = page.eval_on_selector_all("img", "imgs => imgs.map(i => i.complete && i.naturalWidth > 0)")
-            assert images == [True], "the histogram renders from its data: URL"
-            assert page.locator("details.pair").count() == 1
-            assert page.locator("details.pair h4").all_inner_texts() == ["ann", HOSTILE_ID]  # shown as text
-            assert [row.split("\t")[0] for row in page.locator("#problems tbody tr").all_inner_texts()] == ["dee"]
-            assert page.locator("#misconceptions").inner_text().count("None named") == 1
-            assert all(url.startswith(("file:", "data:")) for url in requests), requests
-            assert errors == []
-        finally:
-            browser.close()
+    with chromium() as browser:
+        page = browser.new_page(viewport={"width": 1280, "height": 900})
+        errors: list[str] = []
+        page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        page.on("dialog", lambda d: (errors.append(f"dialog: {d.message}"), d.dismiss()))
+        requests: list[str] = []
+        page.on("request", lambda r: requests.append(r.url))
+        page.goto(path.as_uri())
+        page.wait_for_load_state("load")
+        assert page.locator("h1").inner_text() == "Class report"
+        assert page.locator("h2").all_inner_texts() == ["Scores", "Misconceptions", "Similar code", "Not graded, or stopped by a limit"]
+        assert page.locator("script").count() == 0
+        images = page.eval_on_selector_all("img", "imgs => imgs.map(i => i.complete && i.naturalWidth > 0)")
+        assert images == [True], "the histogram renders from its data: URL"
+        assert page.locator("details.pair").count() == 1
+        assert page.locator("details.pair h4").all_inner_texts() == ["ann", HOSTILE_ID]  # shown as text
+        assert [row.split("\t")[0] for row in page.locator("#problems tbody tr").all_inner_texts()] == ["dee"]
+        assert page.locator("#misconceptions").inner_text().count("None named") == 1
+        assert all(url.startswith(("file:", "data:")) for url in requests), requests
+        assert errors == []
 
 
 def test_a_copy_with_its_metadata_stripped_is_compared_as_graded(tiny_class) -> None:

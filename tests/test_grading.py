@@ -11,6 +11,7 @@ from html import unescape
 
 import nbformat
 import pytest
+from browser_page import PageWatch, chromium, needs_chromium
 from held_out import HELD_OUT
 from helpers import ASSIGNMENTS, GradedClass, leaked_hidden_lines, tree_digest, variant_rounds
 
@@ -163,6 +164,20 @@ def test_every_graded_notebook_gets_feedback_that_quotes_no_hidden_test(graded_c
 
 
 OFFSITE = re.compile(r"<(?:script|img|link|iframe|audio|video|source)\b[^>]*?\b(?:src|href)\s*=\s*[\"']?(?:https?:)?//", re.IGNORECASE)
+
+
+@pytest.mark.slow
+@needs_chromium
+def test_a_feedback_page_reads_offline_in_a_browser(graded_class: GradedClass) -> None:
+    # The network is refused: the page must draw its math (MathML) and ask for nothing off this machine.
+    page = graded_class.out / "feedback" / f"{ASSIGNMENTS[0][:2]}-solved" / f"{ASSIGNMENTS[0]}.html"
+    with chromium() as browser:
+        watch = PageWatch(browser)
+        watch.page.goto(page.as_uri())
+        watch.page.wait_for_load_state("load")
+        assert watch.page.locator("math").count() > 10, "the math is MathML"
+        assert watch.page.locator("script[src]").count() == 0
+        assert watch.errors == [], watch.errors
 
 
 def offsite_resources(html: str) -> list[str]:
