@@ -59,9 +59,11 @@ def _grade(args: argparse.Namespace) -> int:
     from .grading.models import HealthCheckFailed
     from .grading.pipeline import grade
     from .grading.reports import format_table
+    from .grading.roster import read_roster
 
     started = time.monotonic()
     try:
+        roster = read_roster(Path(args.roster)) if args.roster else None
         report = grade(
             Path(args.submissions),
             Path(args.out),
@@ -75,6 +77,7 @@ def _grade(args: argparse.Namespace) -> int:
             reuse=not args.regrade,
             sandbox=not args.no_sandbox,
             gradebook=args.gradebook,
+            roster=roster,
         )
     except ValueError as error:
         print(f"error: {error}", file=sys.stderr)
@@ -164,6 +167,12 @@ def main(argv: list[str] | None = None) -> int:
         "--gradebook",
         metavar="URL",
         help="also write the scores into this nbgrader gradebook (SQLAlchemy URL, e.g. sqlite:///gradebook.db) for review in formgrader",
+    )
+    grade.add_argument(
+        "--roster",
+        metavar="FILE",
+        help="the class list (a CSV with a student column, or one student per line): each gets a row for every assignment, "
+        "'missing' where nothing came in",
     )
     grade.set_defaults(run=_grade)
 

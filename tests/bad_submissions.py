@@ -516,6 +516,18 @@ ODD_NAMES = {
 FORMULA_NAMES = ("@SUM", "-cmd")
 
 
+# The class list the bad class is graded with: everyone who handed in but OFF_ROSTER, and ABSENT, who handed in nothing.
+ABSENT, OFF_ROSTER = "zz-absent", "ok student"
+
+
+def write_bad_class_roster(folder: Path, path: Path) -> Path:
+    """The roster of the class in ``folder`` as an LMS exports it: a CSV with a byte-order mark and more columns."""
+    students = sorted({p.name for p in folder.iterdir()} - {OFF_ROSTER} | {ABSENT})
+    lines = ["Student,Full name"] + [f'"{student}",Someone' for student in students]
+    path.write_text("\ufeff" + "\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
 def build_bad_class(folder: Path) -> None:
     for case in BAD_CASES:
         case.write(folder / case.student)

@@ -111,13 +111,16 @@ def graded_class(tmp_path_factory: pytest.TempPathFactory) -> GradedClass:
 @pytest.fixture(scope="session")
 def bad_class(tmp_path_factory: pytest.TempPathFactory) -> GradedClass:
     """The bad submissions of tests/bad_submissions.py, graded with a short cell time limit."""
-    from bad_submissions import BAD_CELL_TIMEOUT_S, BAD_MEMORY_LIMIT, build_bad_class
+    from bad_submissions import BAD_CELL_TIMEOUT_S, BAD_MEMORY_LIMIT, build_bad_class, write_bad_class_roster
+
+    from autograder.grading.roster import read_roster
 
     submissions = tmp_path_factory.mktemp("bad") / "submissions"
     build_bad_class(submissions)
+    roster = read_roster(write_bad_class_roster(submissions, tmp_path_factory.mktemp("roster") / "roster.csv"))
     before = tree_digest(submissions, REPO_ROOT)
     out = tmp_path_factory.mktemp("bad-grading") / "out"
-    report = grade(submissions, out, progress=False, jobs=2, cell_timeout=BAD_CELL_TIMEOUT_S, memory_limit=BAD_MEMORY_LIMIT)
+    report = grade(submissions, out, progress=False, jobs=2, cell_timeout=BAD_CELL_TIMEOUT_S, memory_limit=BAD_MEMORY_LIMIT, roster=roster)
     return GradedClass(submissions, out, report, {}, before)
 
 

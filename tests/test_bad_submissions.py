@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
+import csv
 import re
 import subprocess
 from pathlib import Path
 
 import pytest
-from bad_submissions import BAD_CASES, FIRST, ODD_NAMES, BadCase
+from bad_submissions import ABSENT, BAD_CASES, FIRST, ODD_NAMES, OFF_ROSTER, BadCase
 from helpers import ASSIGNMENTS, GradedClass, leaked_hidden_lines, tree_digest
 
-from autograder.grading.models import AssignmentSpec
+from autograder.grading.models import AssignmentSpec, Kind
 from autograder.mistakes import MISTAKES
 from autograder.settings import SOLUTIONS_DIR
 
@@ -56,7 +57,6 @@ def test_student_script_never_reaches_the_feedback(bad_class: GradedClass) -> No
 
 def test_no_csv_cell_is_a_spreadsheet_formula(bad_class: GradedClass) -> None:
     """Student ids that read as formulas (=, +, -, @) are quoted in every CSV; numbers stay numbers."""
-    import csv
 
     from bad_submissions import FORMULA_NAMES
 
@@ -73,10 +73,24 @@ def test_no_csv_cell_is_a_spreadsheet_formula(bad_class: GradedClass) -> None:
 
 
 def test_every_bad_submission_has_exactly_one_row_and_its_test_rows(bad_class: GradedClass) -> None:
-    students = sorted(p.name for p in bad_class.submissions.iterdir())
+    students = sorted([p.name for p in bad_class.submissions.iterdir()] + [ABSENT])  # ABSENT is on the roster only
     assert sorted(r.student_id for r in bad_class.report.grades) == students
     for student in students:
         assert set(bad_class.report.tests_of(student, FIRST)) == set(SPEC.tests)
+
+
+def test_a_rostered_student_who_handed_in_nothing_gets_a_missing_row(bad_class: GradedClass) -> None:
+    row = bad_class.report.row_of(ABSENT, FIRST)
+    assert (row.outcome.kind, row.score, row.max_score) == (Kind.MISSING, 0.0, SPEC.max_score)
+    assert not (bad_class.out / "feedback" / ABSENT).exists()
+    with (bad_class.out / "grades.csv").open(newline="", encoding="utf-8") as handle:
+        assert [r for r in csv.DictReader(handle) if r["student_id"] == ABSENT], "the missing row reaches grades.csv"
+
+
+def test_a_student_off_the_roster_is_graded_and_noted(bad_class: GradedClass) -> None:
+    row = bad_class.report.row_of(OFF_ROSTER, FIRST)
+    assert row.outcome.kind is Kind.GRADED and row.score == row.max_score
+    assert "not on the roster" in row.outcome.notes
 
 
 def test_grading_bad_submissions_modifies_none_of_them(bad_class: GradedClass) -> None:

@@ -61,6 +61,7 @@ def grade(
     reuse: bool = True,
     sandbox: bool = True,
     gradebook: str | None = None,
+    roster: list[str] | None = None,
 ) -> GradingReport:
     """Grade everything in ``submissions``; write CSVs and feedback under ``out``.
 
@@ -68,7 +69,9 @@ def grade(
     ``scheduler`` (a Dask scheduler address) sends the same tasks to a Dask cluster. The
     scores and the order of the rows are the same either way. With ``reuse``, a pair whose
     notebook, solutions, grader code and options are unchanged since the last run into
-    ``out`` keeps its rows and feedback and is not graded again. Local workers are spawned,
+    ``out`` keeps its rows and feedback and is not graded again. With a ``roster`` (``read_roster``),
+    every student on it gets a row for every assignment graded, ``missing`` where nothing came in, and
+    a student who handed in but is not on it is graded with a note saying so. Local workers are spawned,
     so a script that passes ``jobs`` > 1 needs the ``if __name__ == "__main__":`` guard.
 
     Each notebook runs sealed in a bubblewrap sandbox; where none can start, grading refuses
@@ -95,10 +98,11 @@ def grade(
         intake = take_in(received, known, functions, student_pattern)
         names = assignments or sorted({a for _, a in intake.chosen}) or known
         specs = {name: all_specs[name] for name in names}
-        pairs = [(s, n) for s in intake.students for n in names]
+        students = sorted(set(intake.students) | set(roster or ()))
+        pairs = [(s, n) for s in students for n in names]
         if not pairs:
             raise ValueError(f"no notebooks found in {submissions}: it must hold student folders, notebooks or a zip of them")
-        todo = [_submission(intake, student, name) for student, name in pairs]  # a refused pair: content None, notes say why
+        todo = [_submission(intake, student, name, roster) for student, name in pairs]  # a refused pair: content None, notes say why
         unplaced = [_unplaced_row(h, why, all_specs) for h, why in intake.unplaced]
         unplaced += [_unplaced_row(h, why, all_specs, Kind.REFUSED) for h, why in intake.unplaced_refused]
 
@@ -192,11 +196,12 @@ def _check_paths(submissions: Path, out: Path, solutions_dir: Path) -> None:
         raise ValueError(f"no solutions folder at {solutions_dir}: run the autograder from a checkout of the course repository")
 
 
-def _submission(intake: Intake, student: str, name: str) -> Submission:
+def _submission(intake: Intake, student: str, name: str, roster: list[str] | None = None) -> Submission:
     handin: Handin | None = intake.chosen.get((student, name))
     if handin is None:
         return Submission(student, name, content=None, received_as=None, refused=intake.refused.get((student, name), ""))
-    return Submission(student, name, content=handin.path.read_bytes(), received_as=handin.received_as, notes=handin.notes)
+    notes = handin.notes + (("not on the roster",) if roster is not None and student not in roster else ())
+    return Submission(student, name, content=handin.path.read_bytes(), received_as=handin.received_as, notes=notes)
 
 
 def _not_read(submission: Submission, spec: AssignmentSpec) -> Graded:
