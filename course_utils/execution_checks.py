@@ -21,22 +21,25 @@ def _programs(trace: KernelTrace, kernel: str, label: str, hint: str) -> list[Pr
     return [program for launch in launches for program in launch.programs]
 
 
-def check_kernel_outputs(returned: tuple[tuple[int, int], ...] | None, *, label: str, hint: str = "") -> bool:
-    """Every element of every tensor the call returned is what a kernel last stored at its address
+def check_kernel_outputs(returned: tuple[dict[str, int], ...] | None, kernel: str, *, label: str, hint: str = "") -> bool:
+    """Every element of every tensor the call returned is what ``kernel`` last stored at its address
     (``returned`` from ``kernel_trace.returned_by_kernels``).
 
     A launcher that launches its kernel and then returns something else (a result computed with
-    PyTorch, a copy changed afterwards) fails here.
+    PyTorch, a copy, another kernel's copy of it) fails here.
     """
     if returned is None or _recording():
         return True
-    for index, (elements, stored) in enumerate(returned):
+    for index, counts in enumerate(returned):
+        elements, stored = counts.get("", 0), counts.get(kernel, 0)
         if stored < elements:
+            others = {name: count for name, count in counts.items() if name not in ("", kernel)}
+            elsewhere = f" ({', '.join(f'{count} from {name}' for name, count in others.items())})" if others else ""
             _fail(
                 label,
-                f"returned tensor {index} has {elements} elements, of which {stored} hold what a kernel stored there",
+                f"returned tensor {index} has {elements} elements, of which {stored} hold what {kernel} stored there{elsewhere}",
                 inputs=None,
-                hint=hint or "return the tensors the kernel wrote, as it wrote them",
+                hint=hint or f"return the tensors {kernel} wrote, as it wrote them",
             )
     return True
 
@@ -78,9 +81,11 @@ def check_rows_read(
     needed: Callable[[ProgramTrace], int],
     label: str,
     hint: str = "",
+    exactly: bool = False,
 ) -> bool:
     """Every program of ``kernel`` reads ``tensor`` only in rows ``allowed(program)`` (first and last,
-    inclusive; rows are the second-to-last axis), and at least ``needed(program)`` distinct elements of it."""
+    inclusive; rows are the second-to-last axis), and at least ``needed(program)`` distinct elements of it
+    (with ``exactly``, no more either: a copy of the tensor made wider cannot hide a second pass)."""
     if trace is None or _recording():
         return True
     for program in _programs(trace, kernel, label, hint):
@@ -99,6 +104,14 @@ def check_rows_read(
                 label,
                 f"program {program.pid} of {kernel} read {read.distinct} distinct elements of {tensor}, "
                 f"fewer than the {needed(program)} its outputs depend on",
+                inputs=None,
+                hint=hint,
+            )
+        if exactly and read.distinct > needed(program):
+            _fail(
+                label,
+                f"program {program.pid} of {kernel} read {read.distinct} distinct elements of {tensor}, "
+                f"more than the {needed(program)} it needs",
                 inputs=None,
                 hint=hint,
             )

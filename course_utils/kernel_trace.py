@@ -11,8 +11,8 @@ executes. ``trace_kernels(fn, *args)`` runs ``fn`` with Triton's interpreter ins
   argument the elements it read (masked-out lanes are not reads), how many distinct ones, how many
   lay outside the tensor, and the rows (the second-to-last axis) it read;
 and ``returned_by_kernels(fn, *args)`` says, for each tensor ``fn`` returned, how many of its elements
-hold what a kernel last stored there: a launcher that computes the answer itself and launches a kernel
-for show returns none. (Two measurements, so that what a kernel read and what its launcher returned are
+hold what each kernel last stored there: a launcher that computes the answer itself and launches its
+kernel for show (or has another kernel copy the answer in) returns none of its kernel's. (Two measurements, so that what a kernel read and what its launcher returned are
 evidence of different mistakes.)
 
 Under grading the sealed run traces and the trusted replay reads the trace (plain data), as for
@@ -43,6 +43,7 @@ class TensorReads:
     distinct: int  # distinct elements read
     outside: int  # reads of memory outside the tensor (padding, a neighbour's storage)
     rows: tuple[int, int] | None  # (first, last) index on the tensor's second-to-last axis read; None if none
+    fewest: int = 0  # the fewest times any element read was read: 2 for a kernel that reads all it reads twice
 
 
 @dataclass(frozen=True)
@@ -53,7 +54,7 @@ class ProgramTrace:
     reads: dict[str, TensorReads]
 
     def read(self, name: str) -> TensorReads:
-        return self.reads.get(name, TensorReads(0, 0, 0, None))
+        return self.reads.get(name, TensorReads(0, 0, 0, None, 0))
 
 
 @dataclass(frozen=True)
@@ -91,6 +92,7 @@ class KernelTrace:
                                     int(r["distinct"]),
                                     int(r["outside"]),
                                     None if r["rows"] is None else (int(r["rows"][0]), int(r["rows"][1])),
+                                    int(r["fewest"]),
                                 )
                                 for name, r in program["reads"].items()
                             },
@@ -149,7 +151,7 @@ class _Launch:
 class _Tracer:
     launches: list[_Launch] = field(default_factory=list)
     current: _Launch | None = None
-    stored: list[tuple[np.ndarray, np.ndarray]] = field(default_factory=list)  # (addresses, values as float64), in order
+    stored: list[tuple[np.ndarray, np.ndarray, str]] = field(default_factory=list)  # (addresses, values as float64, kernel), in order
 
     def program(self, builder: Any) -> dict[str, Any] | None:
         if self.current is None:
@@ -195,7 +197,8 @@ def _instrumented() -> Iterator[_Tracer]:
             now = interpreter._interpreter.load(
                 addresses.astype(np.uint64), np.ones(addresses.shape, bool), np.zeros(addresses.shape, dtype), dtype
             )
-            tracer.stored.append((addresses, np.asarray(now, dtype=np.float64)))
+            kernel = tracer.current.kernel if tracer.current is not None else ""
+            tracer.stored.append((addresses, np.asarray(now, dtype=np.float64), kernel))
 
     def masked_store(ptrs: Any, value: Any, mask: Any, *rest: Any, **named: Any) -> Any:
         result = store(ptrs, value, mask, *rest, **named)
@@ -258,7 +261,7 @@ def _summary(tracer: _Tracer) -> dict[str, Any]:
             reads = {}
             for name, chunks in program["reads"].items():
                 addresses = np.concatenate(chunks)
-                distinct = np.unique(addresses)
+                distinct, times = np.unique(addresses, return_counts=True)
                 offsets, rows = by_name[name].index()
                 at = np.clip(np.searchsorted(offsets, distinct), 0, max(len(offsets) - 1, 0))
                 inside = (offsets[at] == distinct) if len(offsets) else np.zeros(distinct.shape, bool)
@@ -268,26 +271,33 @@ def _summary(tracer: _Tracer) -> dict[str, Any]:
                     "distinct": int(distinct.size),
                     "outside": int((~inside).sum()),
                     "rows": None if not read_rows.size else [int(read_rows.min()), int(read_rows.max())],
+                    "fewest": int(times.min()),
                 }
             programs.append({"pid": list(pid), "loads": program["loads"], "dots": program["dots"], "reads": reads})
         launches.append({"kernel": launch.kernel, "grid": list(launch.grid), "constexprs": launch.constexprs, "programs": programs})
     return {"launches": launches}
 
 
-def _as_stored(tracer: _Tracer, tensor: torch.Tensor) -> list[int]:
-    """(elements of ``tensor``, how many hold exactly what a kernel last stored at their address)."""
+def _as_stored(tracer: _Tracer, tensor: torch.Tensor) -> dict[str, int]:
+    """For each kernel, how many elements of ``tensor`` hold exactly what that kernel last stored at their address
+    (and ``""``: the tensor's elements in all)."""
+    counts = {"": int(tensor.numel())}
     if tensor.device.type != "cpu" or not tensor.numel() or not tracer.stored:
-        return [int(tensor.numel()), 0]
+        return counts
     offsets, _ = _row_major_addresses(tensor)
     values = tensor.detach().contiguous().double().numpy().ravel()
-    addresses = np.concatenate([a for a, _ in tracer.stored])
-    stored = np.concatenate([v for _, v in tracer.stored])
+    addresses = np.concatenate([a for a, _, _ in tracer.stored])
+    stored = np.concatenate([v for _, v, _ in tracer.stored])
+    kernels = np.concatenate([np.full(a.shape, index) for index, (a, _, _) in enumerate(tracer.stored)])
     unique_addresses, first_from_the_end = np.unique(addresses[::-1], return_index=True)  # sorted
-    last_values = stored[::-1][first_from_the_end]  # the last value stored at each address
+    last_values, last_store = stored[::-1][first_from_the_end], kernels[::-1][first_from_the_end]  # the last store at each address
     at = np.clip(np.searchsorted(unique_addresses, offsets), 0, len(unique_addresses) - 1)
     hit = unique_addresses[at] == offsets
     same = hit & ((last_values[at] == values) | (np.isnan(last_values[at]) & np.isnan(values)))
-    return [int(tensor.numel()), int(same.sum())]
+    for store in np.unique(last_store[at][same]):
+        kernel = tracer.stored[int(store)][2]
+        counts[kernel] = counts.get(kernel, 0) + int((same & (last_store[at] == store)).sum())
+    return counts
 
 
 def interpreted() -> bool:
@@ -310,19 +320,19 @@ def trace_kernels(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> KernelTr
     return KernelTrace.from_data(measured("kernel_trace", fn, args, kwargs, measure))
 
 
-def returned_by_kernels(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> tuple[tuple[int, int], ...] | None:
-    """For each tensor ``fn(*args, **kwargs)`` returns: (its elements, how many hold what a kernel last stored at
-    their address). None where kernels run natively on a GPU."""
+def returned_by_kernels(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> tuple[dict[str, int], ...] | None:
+    """For each tensor ``fn(*args, **kwargs)`` returns: ``{"": its elements, kernel: how many of them hold what that
+    kernel last stored at their address, ...}``. None where kernels run natively on a GPU."""
     if not interpreted():
         return None
 
-    def measure(thunk: Callable[[], Any]) -> list[list[int]]:
+    def measure(thunk: Callable[[], Any]) -> list[dict[str, int]]:
         with _instrumented() as tracer:
             result = thunk()
         return [_as_stored(tracer, tensor) for tensor in tensors_in(result)]
 
     data = measured("kernel_outputs", fn, args, kwargs, measure)
     try:
-        return tuple((int(n), int(m)) for n, m in data)
-    except (TypeError, ValueError) as error:
+        return tuple({str(kernel): int(count) for kernel, count in counts.items()} for counts in data)
+    except (AttributeError, TypeError, ValueError) as error:
         raise ValueError(f"a malformed record of a launcher's outputs: {error}") from None

@@ -182,11 +182,19 @@ def model_calls(model: nn.Module, fn: Callable[..., Any], *args: Any, **kwargs: 
                 }
             )
 
-        handle = inputs[found[0]].register_forward_pre_hook(note, with_kwargs=True)
+        # In place of the model's forward, on the instance: model(...) and model.forward(...) both come here.
+        watched = inputs[found[0]]
+        forward = watched.forward
+
+        def noted(*positional: Any, **named: Any) -> Any:
+            note(watched, positional, named)
+            return forward(*positional, **named)
+
+        watched.forward = noted
         try:
             thunk()
         finally:
-            handle.remove()
+            del watched.forward
         return calls
 
     measure.takes_inputs = True  # type: ignore[attr-defined]  # run again on a copy of the model, it hooks the copy

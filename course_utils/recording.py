@@ -131,6 +131,12 @@ def mode() -> Mode:
     return _state.mode
 
 
+def grader_bookkeeping() -> bool:
+    """The sealed run is between calls of student code (fingerprinting inputs, writing the record): what runs
+    now is the course's own, and a measurement of the student's code must not count it."""
+    return _state.mode is Mode.RECORD and _state.depth == 0
+
+
 def submitted_functions() -> frozenset[str] | None:
     """In replay, the submitted notebook's functions (None where the replay was not told them)."""
     return _state.submitted

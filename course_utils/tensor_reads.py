@@ -11,7 +11,8 @@ sees each call from Python, methods and operators included):
 * a view or a copy (a slice, a transpose, ``.to``, ``.contiguous``, ``torch.cat``, an index) reads
   nothing: a view shares the tensor's memory, and a copy is watched under the same name, so computing
   from either counts as computing from the tensor;
-* asking for a shape, a dtype or a tensor like it (``.size()``, ``torch.empty_like``) reads nothing.
+* asking for a shape, a dtype or a tensor like it (``.size()``, ``torch.empty_like``) reads nothing;
+  handing the values to Python or NumPy (``.tolist()``, ``.numpy()``, ``.item()``) reads them.
 
 So a tile read twice, by two passes or by the same products in another order, counts twice, while
 ``einsum``, float64 copies and other correct variants count as the plain products do. Under grading the
@@ -27,7 +28,7 @@ import torch
 from torch.overrides import TorchFunctionMode
 
 from .memory import tensors_in
-from .recording import measured
+from .recording import grader_bookkeeping, measured
 
 # Functions that view or move data without computing from it; an output that is not a view is a copy, watched
 # under its input's name. copy_ and __setitem__ move their source into their first argument.
@@ -42,6 +43,8 @@ MOVES = frozenset(
 )  # fmt: skip
 
 
+# Functions that hand a tensor's values to Python or NumPy: reads, though what they return is not a tensor.
+TO_PYTHON = frozenset({"tolist", "numpy", "item", "__array__", "__float__", "__int__", "__index__", "__complex__"})
 # Functions that make a new tensor from another's shape alone.
 SHAPE_ONLY = frozenset(
     {
@@ -87,6 +90,8 @@ class _ReadCounter(TorchFunctionMode):
     def __torch_function__(self, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
         kwargs = kwargs or {}
         result = func(*args, **kwargs)
+        if grader_bookkeeping():  # the sealed run fingerprinting the inputs between calls: not the student's reads
+            return result
         inputs = [t for t in tensors_in((args, kwargs)) if self._name(t) is not None]
         if not inputs:
             return result
@@ -99,7 +104,8 @@ class _ReadCounter(TorchFunctionMode):
                 if name is not None and self._name(output) is None:
                     self._watch(output, name)
             return result
-        if getattr(func, "__name__", "") in SHAPE_ONLY or next(tensors_in(result), None) is None:
+        name = getattr(func, "__name__", "")
+        if name in SHAPE_ONLY or (name not in TO_PYTHON and next(tensors_in(result), None) is None):
             return result  # a shape, a dtype, a number of elements: no values computed from
         for tensor in inputs:
             self.reads[self._name(tensor)] += _distinct_elements(tensor)  # type: ignore[index]

@@ -522,7 +522,10 @@ ABSENT, OFF_ROSTER = "zz-absent", "ok student"
 
 def write_bad_class_roster(folder: Path, path: Path) -> Path:
     """The roster of the class in ``folder`` as an LMS exports it: a CSV with a byte-order mark and more columns."""
-    students = sorted({p.name for p in folder.iterdir()} - {OFF_ROSTER} | {ABSENT})
+    from autograder.grading.admission import SAFE_STUDENT_ID
+
+    # An LMS lists only ids it accepts: the odd names (ODD_NAMES) are rows of their own kind, on no list.
+    students = sorted({p.name for p in folder.iterdir() if SAFE_STUDENT_ID.match(p.name)} - {OFF_ROSTER} | {ABSENT})
     lines = ["Student,Full name"] + [f'"{student}",Someone' for student in students]
     path.write_text("\ufeff" + "\n".join(lines) + "\n", encoding="utf-8")
     return path

@@ -797,3 +797,21 @@ def test_time_by_operator_names_where_the_time_goes_and_prints_nothing(capfd):
     assert rows[0].name == "aten::mm" and rows[0].calls == 6  # two products a call, three calls: the most time
     assert len(rows) == 3 and all(r.self_ms >= s.self_ms for r, s in zip(rows, rows[1:]))
     assert capfd.readouterr().err == ""  # the profiler's own notices never reach a notebook's stderr
+
+
+def test_model_calls_sees_calls_through_forward_too() -> None:
+    from course_utils.model_stand_ins import ReferenceLM, model_calls
+
+    model = ReferenceLM(7, 8, 1, num_layers=1).eval()
+    tokens = torch.randint(0, 7, (1, 3))
+
+    def both(model, tokens):  # the module called, and its forward called directly (which no hook sees)
+        with torch.no_grad():
+            model(tokens)
+            model.forward(tokens[:, :1], start_pos=3, use_cache=True)
+
+    assert model_calls(model, both, model, tokens) == [
+        {"tokens": [1, 3], "start_pos": 0, "use_cache": False},
+        {"tokens": [1, 1], "start_pos": 3, "use_cache": True},
+    ]
+    assert "forward" not in vars(model), "the model is left as it was"

@@ -371,11 +371,11 @@ def test_a_trace_counts_what_each_program_reads_as_it_runs():
     trace = trace_kernels(_row_softmax_launcher(online_rows), x)
     [launch] = trace.of("online_rows")
     assert launch.grid == (3, 1, 1) and launch.constexprs == {"BLOCK": 16}
-    assert [p.read("X") for p in launch.programs] == [TensorReads(80, 40, 0, (row, row)) for row in range(3)]
+    assert [p.read("X") for p in launch.programs] == [TensorReads(80, 40, 0, (row, row), 2) for row in range(3)]
     assert all(p.loads == 6 and p.dots == 0 for p in launch.programs)  # three blocks, two passes: six loads ran
     assert check_reads_at_most(trace, "online_rows", {"X": 2}, label="online")
     assert check_rows_read(trace, "online_rows", "X", allowed=lambda p: (0, 2), needed=lambda p: 40, label="online")
-    assert check_kernel_outputs(returned_by_kernels(_row_softmax_launcher(online_rows), x), label="online")
+    assert check_kernel_outputs(returned_by_kernels(_row_softmax_launcher(online_rows), x), "online_rows", label="online")
 
     three = trace_kernels(_row_softmax_launcher(two_passes_in_one_loop), x)
     assert [p.read("X").elements for p in three.of("two_passes_in_one_loop")[0].programs] == [120] * 3
@@ -408,14 +408,29 @@ def test_a_trace_sees_kernel_grid_launches_and_what_the_launcher_returns():
     x = torch.randn(4, 10)
     trace = trace_kernels(direct, x)
     assert [launch.grid for launch in trace.of("copy_rows")] == [(4, 1, 1)]
-    assert returned_by_kernels(direct, x) == ((40, 40),) and check_kernel_outputs(((40, 40),), label="direct")
+    assert returned_by_kernels(direct, x) == ({"": 40, "copy_rows": 40},)
+    assert check_kernel_outputs(returned_by_kernels(direct, x), "copy_rows", label="direct")
     # The unmasked load reads 16 elements a row: the last rows run past x into memory that is not x's.
     with pytest.raises(AssertionError, match="program"):
         check_rows_read(trace, "copy_rows", "X", allowed=lambda p: (p.pid[0], p.pid[0]), needed=lambda p: 16, label="direct")
     shown = returned_by_kernels(for_show, x)
-    assert shown == ((40, 0),)
-    with pytest.raises(AssertionError, match="returned tensor 0 has 40 elements, of which 0 hold what a kernel stored there"):
-        check_kernel_outputs(shown, label="for show")
+    assert shown == ({"": 40},)
+    with pytest.raises(AssertionError, match="returned tensor 0 has 40 elements, of which 0 hold what copy_rows stored there"):
+        check_kernel_outputs(shown, "copy_rows", label="for show")
+
+    @triton.jit
+    def copy_in(X, OUT, n, BLOCK: tl.constexpr):  # any other kernel, storing what the launcher computed
+        cols = tl.arange(0, BLOCK)
+        tl.store(OUT + tl.program_id(0) * n + cols, tl.load(X + tl.program_id(0) * n + cols, mask=cols < n), mask=cols < n)
+
+    def copied_in_by_another_kernel(x):
+        direct(x)  # the kernel under test runs, for show
+        out = torch.empty_like(x)
+        copy_in[(x.shape[0],)](x.clone(), out, x.shape[1], BLOCK=16)
+        return out
+
+    with pytest.raises(AssertionError, match=r"0 hold what copy_rows stored there \(40 from copy_in\)"):
+        check_kernel_outputs(returned_by_kernels(copied_in_by_another_kernel, x), "copy_rows", label="copied in")
     with capturing_launches() as launches:  # the compile checks capture the same launch, without running it
         direct(x)
     assert [launch.kernel.fn.__name__ for launch in launches] == ["copy_rows"]

@@ -50,3 +50,9 @@ def test_a_watched_tensor_must_be_an_argument():
     K = torch.randn(3, 3)
     with pytest.raises(ValueError, match="not one of the arguments"):
         elements_read(torch.sum, torch.randn(3, 3), watch={"K": K})
+
+
+def test_values_handed_to_python_are_read():
+    K = torch.randn(12, 8)
+    assert elements_read(lambda K: K[:4].tolist(), K, watch={"K": K}) == {"K": 32}
+    assert elements_read(lambda K: K[:2].numpy().sum(), K, watch={"K": K}) == {"K": 16}

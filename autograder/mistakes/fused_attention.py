@@ -77,6 +77,16 @@ def flash_attention_forward(Q, K, V, is_causal=False, scale=None, block_q=64, bl
     return O, L
 """
 
+# online_softmax_rows's one-pass statistics loop, which the cheats below replace.
+ONLINE_ROWS_STATISTICS = """    for start in range(0, n_cols, BLOCK):
+        x = tl.load(X + row * stride_x + start + cols, mask=start + cols < n_cols, other=float("-inf")).to(tl.float32)
+        m_new = tl.maximum(m, tl.max(x, axis=0))
+        l = l * tl.exp(m - m_new) + tl.sum(tl.exp(x - m_new), axis=0)
+        m = m_new
+"""
+# The solution kernel's causal loop bound.
+TRITON_KEY_END = "k_end = tl.minimum(T_k, (block_m + 1) * BLOCK_M)  # skip key blocks past the diagonal"
+
 # The launcher's return, and one that computes attention itself after the kernel has run.
 TRITON_RETURN = "    return O, L\n"
 TRITON_TORCH_RETURN = """    s = (Q.float() @ K.float().transpose(-2, -1)) * scale
@@ -316,6 +326,17 @@ def flash_attention_forward(Q, K, V, is_causal=False, scale=None, block_q=64, bl
         loses=("test_flash_attention_triton_skips_masked_blocks",),
     ),
     Variant(
+        "the Triton kernel visits every key block when causal, its loads clamped to the last key its queries see",
+        TRITON,
+        edits=(
+            (TRITON_KEY_END, "last_key = tl.minimum(T_k, (block_m + 1) * BLOCK_M) - 1  # the tiles past it read that key again"),
+            ("    k_end = T_k\n", "    k_end = T_k\n    last_key = T_k - 1\n"),
+            ("keys[None, :] * stride_kt", "tl.minimum(keys, last_key)[None, :] * stride_kt"),
+            ("keys[:, None] * stride_vt", "tl.minimum(keys, last_key)[:, None] * stride_vt"),
+        ),
+        loses=("test_flash_attention_triton_skips_masked_blocks",),
+    ),
+    Variant(
         "the Triton kernel loads K and V without masks (reads past T_k and d)",
         TRITON,
         edits=(
@@ -400,6 +421,48 @@ def flash_attention_forward(Q, K, V, is_causal=False, scale=None, block_q=64, bl
     for start in range(0, n_cols, BLOCK):  # pass 2: the sum
         x = tl.load(X + row * stride_x + start + cols, mask=start + cols < n_cols, other=float("-inf")).to(tl.float32)
         l += tl.sum(tl.exp(x - m), axis=0)
+""",
+            ),
+        ),
+        loses=("test_online_softmax_rows_one_pass_statistics",),
+    ),
+    Variant(
+        "online_softmax_rows makes three passes, and a read of another row evens out the count of reads per element",
+        ONLINE_ROWS,
+        edits=(
+            (
+                ONLINE_ROWS_STATISTICS,
+                """    for start in range(0, n_cols, BLOCK):  # pass 1: the max
+        x = tl.load(X + row * stride_x + start + cols, mask=start + cols < n_cols, other=float("-inf")).to(tl.float32)
+        m = tl.maximum(m, tl.max(x, axis=0))
+    for start in range(0, n_cols, BLOCK):  # pass 2: the sum, and a neighbour's row read for nothing
+        x = tl.load(X + row * stride_x + start + cols, mask=start + cols < n_cols, other=float("-inf")).to(tl.float32)
+        l += tl.sum(tl.exp(x - m), axis=0)
+        other = tl.load(X + tl.where(row > 0, row - 1, 1) * stride_x + start + cols, mask=start + cols < n_cols, other=0.0)
+        l += tl.sum(other.to(tl.float32), axis=0) * 0.0
+""",
+            ),
+        ),
+        loses=("test_online_softmax_rows_one_pass_statistics",),
+    ),
+    Variant(
+        "online_softmax_rows stores exp(x - max) into the output and reads it back to normalise (a third pass, through OUT)",
+        ONLINE_ROWS,
+        edits=(
+            (
+                ONLINE_ROWS_STATISTICS,
+                """    for start in range(0, n_cols, BLOCK):  # pass 1: the max
+        x = tl.load(X + row * stride_x + start + cols, mask=start + cols < n_cols, other=float("-inf")).to(tl.float32)
+        m = tl.maximum(m, tl.max(x, axis=0))
+    for start in range(0, n_cols, BLOCK):  # pass 2: the sum, the exponentials kept in OUT
+        inside = start + cols < n_cols
+        x = tl.load(X + row * stride_x + start + cols, mask=inside, other=float("-inf")).to(tl.float32)
+        l += tl.sum(tl.exp(x - m), axis=0)
+        tl.store(OUT + row * stride_out + start + cols, tl.exp(x - m), mask=inside)
+    for start in range(0, n_cols, BLOCK):  # pass 3: read them back from OUT
+        inside = start + cols < n_cols
+        e = tl.load(OUT + row * stride_out + start + cols, mask=inside, other=0.0).to(tl.float32)
+        tl.store(OUT + row * stride_out + start + cols, e, mask=inside)
 """,
             ),
         ),
@@ -677,6 +740,11 @@ def softmax_rows(x):
             ),
             ("    return O, L\n", "    launch(add_kernel, (1,), O, O, O, 0, BLOCK=16)  # starts, adds nothing\n    return O, L\n"),
         ),
+    ),
+    Variant(
+        "the Triton kernel's causal loop runs to its query block's end, past T_k (the masks drop the keys that are not there)",
+        TRITON,
+        edits=((TRITON_KEY_END, "k_end = (block_m + 1) * BLOCK_M"),),
     ),
     # The warm-up kernels, written differently.
     Variant(

@@ -83,6 +83,12 @@ MISTAKES = [
         loses=("test_generate_with_cache",),
     ),
     Variant(
+        "generate makes the cached calls for show and takes its logits from model.forward on the whole sequence",
+        "generate",
+        edits=(("            if not use_cache:\n                logits = model(tokens)", "            logits = model.forward(tokens)"),),
+        loses=("test_generate_with_cache",),
+    ),
+    Variant(
         "generate feeds each cached step at position 0 (positions not offset)",
         "generate",
         edits=((OFFSET, "start_pos=0"),),
