@@ -12,7 +12,9 @@ HELD_OUT: list[HeldOut] = [
             "flash_attention_triton's grid rounds the query blocks down (T_q // BLOCK_M)",
             "flash_attention_triton",
             edits=(("(triton.cdiv(T_q, block), B * H),", "(T_q // block, B * H),"),),
-            loses=("test_flash_attention_triton_launcher",),
+            # the ragged last query block is never launched: its rows of O and L are whatever memory held, which
+            # the kernel tests' output checks see (check_kernel_outputs), whatever the values happen to be
+            loses=("test_flash_attention_triton_launcher", "test_flash_attention_triton", "test_flash_attention_triton_causal"),
         ),
         says=("flash_attention_triton(",),
     ),
