@@ -72,15 +72,15 @@ def course_config(
     c.GenerateFeedback.exporter_class = "autograder.nbgrader_ext.feedback.FeedbackHtmlExporter"
     c.GenerateFeedback.preprocessors = [
         "nbgrader.preprocessors.GetGrades",
-        "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",
         "autograder.nbgrader_ext.feedback.RedactHiddenTests",
         "autograder.nbgrader_ext.discussion.RestoreDiscussions",
         "autograder.nbgrader_ext.feedback.OfflineMarkdown",  # math as MathML: the page loads nothing
     ]
     # Every notebook shown as HTML (feedback, formgrader) goes through the allow-list first: student
-    # HTML must not run in the instructor's browser. Discussions are restored after, from the source.
+    # HTML must not run in the instructor's browser. The exporter registers it, enabled, before the
+    # converter's own list above (nbgrader registers that list with each step's own `enabled`, so an
+    # nbconvert step there does nothing unless enabled), so discussions are restored after, from the source.
     c.HTMLExporter.preprocessors = ["autograder.nbgrader_ext.sanitize.SanitizeStudentHtml"]
-    c.GenerateFeedback.preprocessors.insert(2, "autograder.nbgrader_ext.sanitize.SanitizeStudentHtml")
     # Feedback explains the graded questions: the discussions the release withheld come back.
     c.RestoreDiscussions.source_dir = str(Path(course_root) / source_dir)
     return c
