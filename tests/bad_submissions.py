@@ -517,7 +517,7 @@ FORMULA_NAMES = ("@SUM", "-cmd")
 
 
 # The class list the bad class is graded with: everyone who handed in but OFF_ROSTER, and ABSENT, who handed in nothing.
-ABSENT, OFF_ROSTER = "zz-absent", "ok student"
+ABSENT, OFF_ROSTER = "zz-absent", "metadata-stripped"
 
 
 def write_bad_class_roster(folder: Path, path: Path) -> Path:

@@ -121,7 +121,7 @@ def bad_class(tmp_path_factory: pytest.TempPathFactory) -> GradedClass:
     before = tree_digest(submissions, REPO_ROOT)
     out = tmp_path_factory.mktemp("bad-grading") / "out"
     report = grade(submissions, out, progress=False, jobs=2, cell_timeout=BAD_CELL_TIMEOUT_S, memory_limit=BAD_MEMORY_LIMIT, roster=roster)
-    return GradedClass(submissions, out, report, {}, before)
+    return GradedClass(submissions, out, report, {}, before, roster)
 
 
 @pytest.fixture(scope="session")

@@ -36,6 +36,7 @@ class GradedClass:
     report: GradingReport
     mistake_students: dict[str, list[Variant]]  # student id -> the mistakes in their submission
     snapshot_before: dict[str, str]
+    roster: list[str] | None = None  # the class list it was graded with, if any
 
 
 def tree_digest(*folders: Path) -> dict[str, str]:

@@ -27,7 +27,7 @@ def rows(report) -> tuple[list, list]:
 def test_a_rerun_grades_only_what_changed(bad_class: GradedClass, tmp_path: Path) -> None:
     out = tmp_path / "out"
     shutil.copytree(bad_class.out, out)
-    options = dict(progress=False, jobs=1, cell_timeout=BAD_CELL_TIMEOUT_S, memory_limit=BAD_MEMORY_LIMIT)
+    options = dict(progress=False, jobs=1, cell_timeout=BAD_CELL_TIMEOUT_S, memory_limit=BAD_MEMORY_LIMIT, roster=bad_class.roster)
     again = grade(bad_class.submissions, out, **options)
     assert again.reused == len(bad_class.report.grades)
     assert rows(again) == rows(bad_class.report)
