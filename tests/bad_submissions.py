@@ -517,7 +517,7 @@ FORMULA_NAMES = ("@SUM", "-cmd")
 
 
 # The class list the bad class is graded with: everyone who handed in but OFF_ROSTER, and ABSENT, who handed in nothing.
-ABSENT, OFF_ROSTER = "zz-absent", "metadata-stripped"
+ABSENT, OFF_ROSTER = "zz-absent", "metadata-malformed"
 
 
 def write_bad_class_roster(folder: Path, path: Path) -> Path:
