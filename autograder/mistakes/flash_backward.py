@@ -177,7 +177,8 @@ def flash_attention_backward(Q, K, V, O, dO, L, is_causal=False, scale=None, blo
         raise ValueError("block sizes must be at least 1")
     return attention_backward(Q, K, V, dO, is_causal=is_causal, scale=scale)
 """,
-        loses=("test_flash_attention_backward_tiles", "test_flash_attention_backward_skips_masked_blocks"),
+        # the plain backward sums in the inputs' dtype: the bfloat16 long-sum test sees it too
+        loses=("test_flash_attention_backward_tiles", "test_flash_attention_backward_skips_masked_blocks", "test_flash_attention_backward"),
     ),
     Variant(
         "FlashAttention hands [B, T, d] to the tile functions as it is (no heads axis)",
