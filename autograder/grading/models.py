@@ -155,6 +155,7 @@ class Graded:
     feedback: dict[str, bytes] = field(default_factory=dict)  # file name -> HTML
     worker: str = ""  # which worker graded it: its end-of-run health check vouches for the row
     stages: dict[str, float] = field(default_factory=dict)  # seconds per grading stage (see STAGES)
+    autograded: bytes = b""  # the graded notebook with its outputs, as nbgrader's autograde leaves it (for formgrader)
 
 
 class SubmissionProblem(Exception):

@@ -239,7 +239,8 @@ def grade_one(course: ScratchCourse, api: Any, submission: Submission, spec: Ass
         report = _run_report(course, student, name)
         stages["sealed run"], stages["verdicts"] = report.seconds, report.verdict_seconds
         stages["nbgrader"] = max(0.0, autograde_seconds - report.seconds - report.verdict_seconds)
-        notes += diagnose(assignment_notebook(course.root / "autograded" / student, name), report, options)
+        autograded = assignment_notebook(course.root / "autograded" / student, name)
+        notes += diagnose(autograded, report, options)
         notes += _run_notes(report, options)
         stages["results"] = clock.lap()
     except Exception as problem:  # noqa: BLE001 - one bad submission must not stop the class
@@ -254,6 +255,7 @@ def grade_one(course: ScratchCourse, api: Any, submission: Submission, spec: Ass
         GradeRow(student, name, sum(scores.values()), spec.max_score, outcome),
         [TestRow(student, name, test, scores.get(test, 0.0), points, named.get(test, "")) for test, points in spec.tests.items()],
         stages=stages,
+        autograded=autograded.read_bytes(),
     )
 
 
