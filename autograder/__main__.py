@@ -56,14 +56,20 @@ def _release(args: argparse.Namespace) -> int:
 
 
 def _grade(args: argparse.Namespace) -> int:
+    from course_utils.colab import COURSE_FILE
+
+    from .course import list_assignments
+    from .grading.deadlines import load_deadlines
     from .grading.models import HealthCheckFailed
     from .grading.pipeline import grade
     from .grading.reports import format_table
     from .grading.roster import read_roster
+    from .settings import SOLUTIONS_DIR
 
     started = time.monotonic()
     try:
         roster = read_roster(Path(args.roster)) if args.roster else None
+        deadlines = load_deadlines(COURSE_FILE, list_assignments(SOLUTIONS_DIR))
         report = grade(
             Path(args.submissions),
             Path(args.out),
@@ -77,7 +83,9 @@ def _grade(args: argparse.Namespace) -> int:
             reuse=not args.regrade,
             sandbox=not args.no_sandbox,
             gradebook=args.gradebook,
+            course_dir=Path(args.course_dir),
             roster=roster,
+            deadlines=deadlines,
         )
     except ValueError as error:
         print(f"error: {error}", file=sys.stderr)
@@ -167,6 +175,12 @@ def main(argv: list[str] | None = None) -> int:
         "--gradebook",
         metavar="URL",
         help="also write the scores into this nbgrader gradebook (SQLAlchemy URL, e.g. sqlite:///gradebook.db) for review in formgrader",
+    )
+    grade.add_argument(
+        "--course-dir",
+        default=".",
+        metavar="DIR",
+        help="with --gradebook: the nbgrader course whose autograded/ folder gets the graded notebooks (default: here)",
     )
     grade.add_argument(
         "--roster",

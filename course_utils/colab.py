@@ -79,14 +79,27 @@ def course_address(path: Path | None = None) -> CourseAddress:
     return parse_address(url, branch) if url else CourseAddress(branch=branch)
 
 
+ADDRESS_HEADER = (
+    "# The course's public address: every Colab badge, setup cell and the solutions site are written from it.\n"
+    "# Set it with `python -m autograder release --repo-url https://github.com/OWNER/REPO [--branch BRANCH]`.\n"
+)
+
+
 def write_address(address: CourseAddress, path: Path | None = None) -> None:
-    """Record the address for every later ``release`` (the values were checked by ``parse_address``)."""
-    (path or COURSE_FILE).write_text(
-        "# The course's public address: every Colab badge, setup cell and the solutions site are written from it.\n"
-        "# Set it with `python -m autograder release --repo-url https://github.com/OWNER/REPO [--branch BRANCH]`.\n"
-        f"repository = {json.dumps(address.repository)}\n"
-        f"branch = {json.dumps(address.branch)}\n"
-    )
+    """Record the address for every later ``release`` (the values were checked by ``parse_address``).
+
+    Only the two top-level keys change: the file's tables (due dates, the late policy) are kept as written.
+    """
+    path = path or COURSE_FILE
+    lines = path.read_text(encoding="utf-8").splitlines(keepends=True) if path.is_file() else []
+    first_table = next((i for i, line in enumerate(lines) if line.lstrip().startswith("[")), len(lines))
+    kept_top = [line for line in lines[:first_table] if not re.match(r"\s*(repository|branch)\s*=", line)]
+    while kept_top and not kept_top[-1].strip():
+        kept_top.pop()
+    if not any(line.startswith("#") for line in kept_top):
+        kept_top = [ADDRESS_HEADER, *kept_top]
+    keys = f"repository = {json.dumps(address.repository)}\nbranch = {json.dumps(address.branch)}\n"
+    path.write_text("".join([*kept_top, keys, *(["\n"] if first_table < len(lines) else []), *lines[first_table:]]), encoding="utf-8")
 
 
 def on_colab() -> bool:

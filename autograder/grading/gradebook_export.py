@@ -13,17 +13,29 @@ through nbgrader's ``Gradebook`` API:
 - the grade row's status (what lost points, or why a notebook handed in could not be
   graded, with zeros) goes into the automatic comment of one answer cell (the first by grade
   id), where formgrader shows it;
-- a missing notebook writes nothing: formgrader lists it as not submitted.
+- a missing notebook writes nothing: formgrader lists it as not submitted;
+- each graded notebook, as nbgrader's autograde leaves it, goes into the course folder's
+  ``autograded/STUDENT/ASSIGNMENT/`` (with the hand-in time), where formgrader opens it and
+  ``nbgrader generate_feedback`` reads it: no stock ``autograde`` is needed;
+- each answer cell whose function a failed test uses gets that test's loss in its automatic comment,
+  with the catalogued misconception the student's code reproduced, where one was named;
+- a due date, an extension, the hand-in time and a late penalty go where nbgrader keeps them.
 """
 
 from __future__ import annotations
 
+import json
+import shutil
 import warnings
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..course import scratch_course
+from course_utils.reference import assignment_notebook
+
+from ..course import list_assignments, scratch_course
 from ..settings import SOLUTIONS_DIR, put_environment_on_path
+from .deadlines import TIMESTAMP_FILE
 from .models import GradebookExport, GradeRow, Kind, TestRow
 
 if TYPE_CHECKING:
@@ -53,31 +65,90 @@ def check_gradebook_url(url: str) -> str:
     return url
 
 
-def export_to_gradebook(url: str, grades: list[GradeRow], tests: list[TestRow], solutions_dir: Path = SOLUTIONS_DIR) -> GradebookExport:
-    """Write ``grades`` and ``tests`` into the nbgrader gradebook at ``url`` (an SQLAlchemy URL)."""
+def export_to_gradebook(
+    url: str,
+    grades: list[GradeRow],
+    tests: list[TestRow],
+    solutions_dir: Path = SOLUTIONS_DIR,
+    *,
+    autograded: dict[tuple[str, str], Path] | None = None,
+    course_dir: Path | None = None,
+) -> GradebookExport:
+    """Write ``grades`` and ``tests`` into the nbgrader gradebook at ``url`` (an SQLAlchemy URL).
+
+    ``autograded`` maps a (student, assignment) pair to its graded notebook; with ``course_dir`` each is
+    copied into the course's ``autograded/`` folder, nbgrader's layout.
+    """
     from nbgrader.api import Gradebook
 
     put_environment_on_path()  # a new gradebook asks the alembic command for its schema version
     export = GradebookExport(url)
+    known = set(list_assignments(solutions_dir))
+    grades = [row for row in grades if row.assignment in known]  # a file placed under no assignment has none to go to
     names = list(dict.fromkeys(row.assignment for row in grades))
     with Gradebook(url) as gradebook:
         missing_assignments = [name for name in names if not _has_assignment(gradebook, name)]
     for name in missing_assignments:
         _add_assignment(url, name, solutions_dir)
         export.assignments_added.append(name)
-    scores = {(t.student_id, t.assignment, t.test): t.score for t in tests}
+    results = {(t.student_id, t.assignment, t.test): t for t in tests}
+    tested_cells = {name: _cells_tested(solutions_dir, name) for name in names}
     with Gradebook(url) as gradebook, warnings.catch_warnings():
         # nbgrader 0.9's add_submission trips SQLAlchemy 2's autoflush warnings; they are harmless.
         warnings.filterwarnings("ignore", message=r".*not in session.*")
+        for name in names:
+            _record_due_date(gradebook, name, next((r.lateness.due for r in grades if r.assignment == name and r.lateness), None))
         for row in grades:
             pair = (row.student_id, row.assignment)
             if row.outcome.kind is Kind.MISSING:
                 export.missing.append(pair)
                 continue
-            row_scores = {test: scores.get((*pair, test), 0.0) for test in _tests_of(gradebook, row.assignment)}
-            _write_submission(gradebook, row, row_scores, f"Autograder: {row.status}")
+            row_tests = [results.get((*pair, test)) for test in _tests_of(gradebook, row.assignment)]
+            found = [t for t in row_tests if t is not None]
+            comments = _cell_comments(found, tested_cells[row.assignment]) if row.outcome.scored else {}
+            _write_submission(gradebook, row, {t.test: t.score for t in found}, f"Autograder: {row.status}", comments)
             (export.written if row.outcome.scored else export.not_graded).append(pair)
+            if course_dir is not None and autograded and pair in autograded and row.outcome.scored:
+                _place_autograded(course_dir, row, autograded[pair])
+                export.autograded.append(pair)
     return export
+
+
+def _cells_tested(solutions_dir: Path, assignment: str) -> dict[str, set[str]]:
+    """test -> the answer cells (grade ids) whose functions it uses."""
+    from ..contract import cells_tested_by
+
+    notebook = json.loads(assignment_notebook(solutions_dir, assignment).read_text(encoding="utf-8"))
+    return cells_tested_by(notebook)
+
+
+def _cell_comments(tests: list[TestRow], tested: dict[str, set[str]]) -> dict[str, str]:
+    """answer cell -> what the failed tests that use it lost, with the misconception each named."""
+    lines: dict[str, list[str]] = {}
+    for test in tests:
+        if test.score >= test.max_score:
+            continue
+        line = f"{test.test}: {test.score:g} of {test.max_score:g} points"
+        if test.misconception:
+            line += f"; the code gives what a known mistake gives: {test.misconception}"
+        for cell in sorted(tested.get(test.test, ())):
+            lines.setdefault(cell, []).append(line)
+    return {cell: "Autograder, failed tests that use this cell:\n" + "\n".join(found) for cell, found in lines.items()}
+
+
+def _record_due_date(gradebook: Gradebook, assignment: str, due: datetime | None) -> None:
+    """nbgrader keeps the due date on the assignment, in UTC without a zone."""
+    if due is not None:
+        gradebook.update_or_create_assignment(assignment, duedate=due.astimezone(timezone.utc).replace(tzinfo=None))
+
+
+def _place_autograded(course_dir: Path, row: GradeRow, notebook: Path) -> None:
+    """The graded notebook where nbgrader's formgrader and generate_feedback look for it."""
+    folder = course_dir / "autograded" / row.student_id / row.assignment
+    folder.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(notebook, folder / f"{row.assignment}.ipynb")
+    if row.lateness and row.lateness.submitted_at:
+        (folder / TIMESTAMP_FILE).write_text(row.lateness.submitted_at.strftime("%Y-%m-%d %H:%M:%S.%f UTC"), encoding="utf-8")
 
 
 def _has_assignment(gradebook: Gradebook, name: str) -> bool:
@@ -102,20 +173,28 @@ def _tests_of(gradebook: Gradebook, assignment: str) -> list[str]:
     return [cell.name for cell in gradebook.find_notebook(assignment, assignment).grade_cells]
 
 
-def _write_submission(gradebook: Gradebook, row: GradeRow, scores: dict[str, float], comment: str) -> None:
+def _write_submission(gradebook: Gradebook, row: GradeRow, scores: dict[str, float], status: str, comments: dict[str, str]) -> None:
     from nbgrader.api import MissingEntry
 
     gradebook.update_or_create_student(row.student_id)
     try:
-        gradebook.find_submission(row.assignment, row.student_id)
+        submission = gradebook.find_submission(row.assignment, row.student_id)
     except MissingEntry:
-        gradebook.add_submission(row.assignment, row.student_id)
+        submission = gradebook.add_submission(row.assignment, row.student_id)
+    if row.lateness is not None:
+        if row.lateness.submitted_at is not None:
+            submission.timestamp = row.lateness.submitted_at.astimezone(timezone.utc).replace(tzinfo=None)
+        assignment_due = submission.assignment.duedate
+        if row.lateness.extended and assignment_due is not None:
+            submission.extension = row.lateness.due.astimezone(timezone.utc).replace(tzinfo=None) - assignment_due
     for test, score in scores.items():
         grade = gradebook.find_grade(test, row.assignment, row.assignment, row.student_id)
         grade.auto_score = score
         grade.needs_manual_grade = False
-    comments = gradebook.find_submission_notebook(row.assignment, row.assignment, row.student_id).comments
-    if comments:
-        first = min(comments, key=lambda c: c.cell.name)
-        first.auto_comment = comment
+    notebook = gradebook.find_submission_notebook(row.assignment, row.assignment, row.student_id)
+    notebook.late_submission_penalty = row.lateness.penalty if row.lateness and row.lateness.penalty else None
+    # The row's status on the first answer cell; what each failed test lost on the cells it uses.
+    for position, comment in enumerate(sorted(notebook.comments, key=lambda c: c.cell.name)):
+        own = comments.get(comment.cell.name, "")
+        comment.auto_comment = "\n\n".join(filter(None, [status if position == 0 else "", own])) or None
     gradebook.db.commit()

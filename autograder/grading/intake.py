@@ -28,13 +28,16 @@ import time
 import zipfile
 import zlib
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timezone
 from pathlib import Path, PurePosixPath
 from typing import Iterator
 
 from course_utils.reference import defined_names
 
 from ..settings import ARCHIVE_LIMITS, ArchiveLimits
+from .deadlines import read_timestamp
+from .models import SubmittedAt
 
 # LMS downloads put the student before numeric ids (3+ digits, so that '03_' stays the assignment's): Canvas "smith_12345_67890_file.ipynb"
 # (and "smith_LATE_12345_67890_…"); Moodle folders "Jane Smith_123456_assignsubmission_file_".
@@ -55,6 +58,7 @@ class Handin:
     student: str | None
     assignment: str | None
     notes: tuple[str, ...] = ()
+    submitted_at: SubmittedAt | None = None  # nbgrader's timestamp.txt beside it, else its zip entry's date
 
     @property
     def released_name(self) -> bool:
@@ -129,6 +133,7 @@ class Extraction:
     written: int = 0
     entries: int = 0
     refused: list[tuple[str, str]] = field(default_factory=list)  # (path as received, why)
+    dates: dict[Path, float] = field(default_factory=dict)  # extracted file -> its entry's date (seconds since the epoch)
 
 
 @dataclass(frozen=True)
@@ -138,6 +143,15 @@ class Received:
     root: Path
     refused: tuple[tuple[str, str], ...] = ()
     limits: ArchiveLimits = ARCHIVE_LIMITS  # a folder's files are held to one archive entry's size too
+    dates: dict[Path, float] = field(default_factory=dict)  # files extracted from a zip -> the entry's date
+
+    def submitted_at(self, notebook: Path) -> SubmittedAt | None:
+        """When ``notebook`` was handed in: nbgrader's timestamp.txt beside it, else its zip entry's date."""
+        if stamp := read_timestamp(notebook):
+            return stamp
+        if notebook in self.dates:
+            return SubmittedAt(datetime.fromtimestamp(self.dates[notebook], timezone.utc), "zip entry date")
+        return None
 
 
 @contextmanager
@@ -155,9 +169,12 @@ def opened(submissions: Path, limits: ArchiveLimits = ARCHIVE_LIMITS) -> Iterato
         else:
             _extract(submissions, root, extraction, prefix="")
         for inner in sorted(p for p in root.rglob("*.zip") if not p.is_symlink()):  # one zip per student inside an LMS zip
-            _extract(inner, inner.with_suffix(""), extraction, prefix=inner.relative_to(root).with_suffix("").as_posix() + "/")
+            # A zip inside a zip (a student's own): its entries were dated by the student's machine, so they take the
+            # date of the outer entry, which the LMS wrote when it was handed in.
+            relative = inner.relative_to(root).with_suffix("").as_posix() + "/"
+            _extract(inner, inner.with_suffix(""), extraction, prefix=relative, date=extraction.dates.get(inner))
             inner.unlink()
-        yield Received(root, tuple(extraction.refused), limits)
+        yield Received(root, tuple(extraction.refused), limits, dict(extraction.dates))
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
 
@@ -168,8 +185,9 @@ def _member_path(target: Path, name: str) -> Path | None:
     return target.joinpath(*parts) if parts else None
 
 
-def _extract(archive: Path, target: Path, extraction: Extraction, prefix: str) -> None:
-    """Write the archive's entries under ``target``, counting the bytes as they inflate."""
+def _extract(archive: Path, target: Path, extraction: Extraction, prefix: str, date: float | None = None) -> None:
+    """Write the archive's entries under ``target``, counting the bytes as they inflate; each dated by its entry,
+    or by ``date`` when given."""
     limits = extraction.limits
     try:
         with zipfile.ZipFile(archive) as zipped:
@@ -188,9 +206,10 @@ def _extract(archive: Path, target: Path, extraction: Extraction, prefix: str) -
                 if why:
                     extraction.refused.append((received, why))
                     continue
-                stamp = _zip_time(member)  # keeps "newest of two copies" meaningful
+                stamp = date if date is not None else _zip_time(member)  # keeps "newest of two copies" meaningful
                 if stamp is not None:
                     os.utime(destination, (stamp, stamp))
+                    extraction.dates[destination] = stamp
     except (zipfile.BadZipFile, NotImplementedError, RuntimeError) as error:  # corrupt, unknown compression, encrypted
         raise ValueError(f"{archive.name} is not a readable zip file ({error})") from None
 
@@ -337,7 +356,7 @@ def take_in(
             intake.unplaced_refused.append((handin, f"{handin.received_as!r}: {why}"))
     by_pair: dict[tuple[str, str], list[Handin]] = {}
     for path in notebook_files(root, received.limits):
-        handin = place(path, root, known, pattern, graded_functions)
+        handin = replace(place(path, root, known, pattern, graded_functions), submitted_at=received.submitted_at(path))
         if handin.student is None:
             intake.unplaced.append(
                 (
@@ -355,8 +374,6 @@ def take_in(
         best, others = handins[0], handins[1:]
         if others:
             skipped = ", ".join(repr(h.received_as) for h in others)
-            best = Handin(
-                best.path, best.received_as, best.student, best.assignment, best.notes + (f"graded {best.received_as!r}, not {skipped}",)
-            )
+            best = replace(best, notes=best.notes + (f"graded {best.received_as!r}, not {skipped}",))
         intake.chosen[pair] = best
     return intake

@@ -9,6 +9,7 @@ from __future__ import annotations
 import enum
 import json
 from dataclasses import dataclass, field
+from datetime import datetime, timedelta
 from pathlib import Path
 
 from course_utils.reference import (
@@ -72,12 +73,33 @@ class Outcome:
 
 
 @dataclass(frozen=True)
+class SubmittedAt:
+    """When a notebook was handed in (UTC), and where that was read."""
+
+    time: datetime
+    source: str  # "timestamp.txt" or "zip entry date"
+
+
+@dataclass(frozen=True)
+class Lateness:
+    """How a row stands against its due date; ``penalty`` is in points."""
+
+    due: datetime
+    submitted_at: datetime | None
+    source: str = ""
+    late_by: timedelta = timedelta(0)
+    penalty: float = 0.0
+    extended: bool = False
+
+
+@dataclass(frozen=True)
 class GradeRow:
     student_id: str
     assignment: str
-    score: float
+    score: float  # after any late penalty (``lateness.penalty`` says how much)
     max_score: float
     outcome: Outcome
+    lateness: Lateness | None = None  # set where the assignment has a due date (autograder.grading.deadlines)
 
     @property
     def status(self) -> str:
@@ -181,6 +203,7 @@ class GradebookExport:
     written: list[tuple[str, str]] = field(default_factory=list)  # (student, assignment) graded
     not_graded: list[tuple[str, str]] = field(default_factory=list)  # handed in, not gradable: zeros and the reason
     missing: list[tuple[str, str]] = field(default_factory=list)  # nothing handed in: nothing written
+    autograded: list[tuple[str, str]] = field(default_factory=list)  # graded notebooks placed in the course for formgrader
 
 
 @dataclass

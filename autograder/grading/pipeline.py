@@ -23,6 +23,7 @@ from ..course import empty_gradebook, list_assignments
 from ..settings import CELL_TIMEOUT_S, MEMORY_LIMIT_BYTES, SOLUTIONS_DIR, GradingLimits
 from .cache import CACHE_FILE, GradingCache, fingerprint
 from .class_report import write_class_report
+from .deadlines import Deadlines, apply_deadlines
 from .executors import grading_executor
 from .gradebook_export import check_gradebook_url, export_to_gradebook
 from .intake import DEFAULT_STUDENT_PATTERN, Handin, Intake, opened, take_in
@@ -43,6 +44,7 @@ from .scheduling import ChunkQueue, chunk_size
 from .worker import GradingBatch, not_handed_in, snapshot, ungraded
 
 FEEDBACK_DIR = "feedback"
+AUTOGRADED_DIR = "autograded"  # OUT/autograded/STUDENT/ASSIGNMENT.ipynb: the graded notebooks, for formgrader
 
 
 def grade(
@@ -61,17 +63,23 @@ def grade(
     reuse: bool = True,
     sandbox: bool = True,
     gradebook: str | None = None,
+    course_dir: Path | None = None,
     roster: list[str] | None = None,
+    deadlines: Deadlines | None = None,
 ) -> GradingReport:
     """Grade everything in ``submissions``; write CSVs and feedback under ``out``.
 
     ``jobs`` > 1 grades in that many local processes, each with its own scratch course;
-    ``scheduler`` (a Dask scheduler address) sends the same tasks to a Dask cluster. The
+    ``scheduler`` (a Dask scheduler address) sends the same tasks to a Dask cluster. With ``gradebook``, the
+    scores go into that nbgrader gradebook and the graded notebooks into ``course_dir``'s (default: the
+    working folder, as nbgrader's) ``autograded/`` folder, for formgrader and ``nbgrader generate_feedback``. The
     scores and the order of the rows are the same either way. With ``reuse``, a pair whose
     notebook, solutions, grader code and options are unchanged since the last run into
     ``out`` keeps its rows and feedback and is not graded again. With a ``roster`` (``read_roster``),
     every student on it gets a row for every assignment graded, ``missing`` where nothing came in, and
-    a student who handed in but is not on it is graded with a note saying so. Local workers are spawned,
+    a student who handed in but is not on it is graded with a note saying so. With ``deadlines``
+    (``load_deadlines``), a row handed in after its due date loses the late policy's share of its score
+    (the cache keeps the score the tests gave). Local workers are spawned,
     so a script that passes ``jobs`` > 1 needs the ``if __name__ == "__main__":`` guard.
 
     Each notebook runs sealed in a bubblewrap sandbox; where none can start, grading refuses
@@ -81,6 +89,7 @@ def grade(
     so, score nothing, and ``HealthCheckFailed`` is raised.
     """
     submissions, out = submissions.resolve(), out.resolve()
+    course_dir = (course_dir or Path.cwd()).resolve()  # now: grading changes the working folder
     _check_paths(submissions, out, solutions_dir)
     if gradebook:
         gradebook = check_gradebook_url(gradebook)  # a relative SQLite path made absolute before any folder changes
@@ -102,7 +111,8 @@ def grade(
         pairs = [(s, n) for s in students for n in names]
         if not pairs:
             raise ValueError(f"no notebooks found in {submissions}: it must hold student folders, notebooks or a zip of them")
-        todo = [_submission(intake, student, name, roster) for student, name in pairs]  # a refused pair: content None, notes say why
+        todo = [_submission(intake, student, name, roster) for student, name in pairs]
+        handed_in_at = {pair: h.submitted_at for pair, h in intake.chosen.items() if h.submitted_at is not None}  # a refused pair: content None, notes say why
         unplaced = [_unplaced_row(h, why, all_specs) for h, why in intake.unplaced]
         unplaced += [_unplaced_row(h, why, all_specs, Kind.REFUSED) for h, why in intake.unplaced_refused]
 
@@ -118,7 +128,9 @@ def grade(
             report.grades.append(hit[0])
             report.tests += hit[1]
             report.reused += 1
-    _clear_stale_feedback(out / FEEDBACK_DIR, keep={(g.student_id, g.assignment) for g in report.grades})
+    kept = {(g.student_id, g.assignment) for g in report.grades}
+    _clear_stale(out / FEEDBACK_DIR, kept, "*/*.html")
+    _clear_stale(out / AUTOGRADED_DIR, kept, "*/*.ipynb")
 
     # A pair with no notebook gets its row here: workers (and their health checks) are for notebooks.
     finished: list[Graded] = [_not_read(s, specs[s.assignment]) for s in fresh if s.content is None]
@@ -149,15 +161,20 @@ def grade(
             report.stages[stage] = report.stages.get(stage, 0.0) + seconds
         report.grades.append(grade_row)
         report.tests += test_rows
-        for filename, html in graded.feedback.items():
-            target = out / FEEDBACK_DIR / grade_row.student_id / filename
+        for folder, filename, content in (
+            *((FEEDBACK_DIR, filename, html) for filename, html in graded.feedback.items()),
+            *([(AUTOGRADED_DIR, f"{grade_row.assignment}.ipynb", graded.autograded)] if graded.autograded else []),
+        ):
+            target = out / folder / grade_row.student_id / filename
             target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(html)
+            target.write_bytes(content)
         if grade_row.outcome.kind is not Kind.HEALTH_CHECK_FAILED:
             cache.put(graded.submission, grade_row, test_rows)
     cache.save()
 
     in_class_order(report, pairs, specs)
+    if deadlines is not None:
+        report.grades = apply_deadlines(report.grades, handed_in_at, deadlines)
     report.grades += unplaced
     write_csvs(report, out)
     write_summary(report.grades, report.tests, specs, out)
@@ -165,7 +182,14 @@ def grade(
     if failure is not None:
         raise failure
     if gradebook:
-        report.gradebook = export_to_gradebook(gradebook, report.grades, report.tests, solutions_dir)
+        autograded = {
+            (row.student_id, row.assignment): path
+            for row in report.grades
+            if (path := out / AUTOGRADED_DIR / row.student_id / f"{row.assignment}.ipynb").is_file()
+        }
+        report.gradebook = export_to_gradebook(
+            gradebook, report.grades, report.tests, solutions_dir, autograded=autograded, course_dir=course_dir
+        )
     return report
 
 
@@ -297,14 +321,14 @@ def _end_checks(executor, batch: GradingBatch, workers_seen: set[str], workers: 
         raise failure
 
 
-def _clear_stale_feedback(feedback_dir: Path, keep: set[tuple[str, str]]) -> None:
-    """Remove feedback from an earlier run except for pairs whose grades are reused."""
-    if not feedback_dir.is_dir():
+def _clear_stale(folder_of_students: Path, keep: set[tuple[str, str]], pattern: str) -> None:
+    """Remove an earlier run's files (feedback, graded notebooks) except for pairs whose grades are reused."""
+    if not folder_of_students.is_dir():
         return
-    for html in feedback_dir.glob("*/*.html"):
-        if (html.parent.name, html.stem) not in keep:
-            html.unlink()
-    for folder in feedback_dir.iterdir():
+    for found in folder_of_students.glob(pattern):
+        if (found.parent.name, found.stem) not in keep:
+            found.unlink()
+    for folder in folder_of_students.iterdir():
         if folder.is_dir() and not any(folder.iterdir()):
             folder.rmdir()
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import statistics
 from collections import Counter
 from dataclasses import asdict, dataclass
+from datetime import datetime
 from pathlib import Path
 
 from .models import AssignmentSpec, GradeRow, GradingReport, TestRow
@@ -165,12 +166,19 @@ def write_csvs(report: GradingReport, out: Path) -> None:
             "max_score": r.max_score,
             "kind": r.outcome.kind.value,
             "status": r.status,
+            "submitted_at": _iso(r.lateness.submitted_at) if r.lateness else "",
+            "due": _iso(r.lateness.due) if r.lateness else "",
+            "late_penalty": r.lateness.penalty if r.lateness else 0.0,
         }
         for r in report.grades
     ]
     for filename, rows in ((GRADES_CSV, grades), (TESTS_CSV, [asdict(r) for r in report.tests])):
         header = list(rows[0]) if rows else ["student_id", "assignment"]
         write_csv(out / filename, header, ([row[name] for name in header] for row in rows))
+
+
+def _iso(moment: datetime | None) -> str:
+    return moment.isoformat(timespec="seconds").replace("+00:00", "Z") if moment else ""
 
 
 def format_table(report: GradingReport, status_width: int = 100) -> str:

@@ -1,0 +1,164 @@
+"""Due dates, extensions and the late policy: read from course.toml, applied to the grade rows.
+
+``course.toml`` may hold::
+
+    [due]                                   # when each assignment is due, with its time zone
+    01_soft_dictionary_lookup = 2026-12-01T23:59:00Z
+
+    [late]
+    penalty_per_day = 0.1                   # the share of the score lost per day late, or part of one
+    zero_after_days = 7                     # later than this, the score is 0 (leave out: never)
+    grace_minutes = 5                       # a hand-in this soon after the due time is on time
+
+    [extensions.jsmith]                     # one student's own due dates
+    01_soft_dictionary_lookup = 2026-12-03T23:59:00Z
+
+When a notebook was handed in comes from intake (``SubmittedAt``): nbgrader's ``timestamp.txt`` next
+to it (what ``nbgrader collect`` copies from the exchange) or the date of its entry in a zip (an LMS
+download). A row handed in late keeps the score its tests gave in its notes and loses the policy's
+share; a row with a due date but no known time says so and loses nothing.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import tomllib
+
+from .models import GradeRow, Lateness, SubmittedAt
+
+TIMESTAMP_FILE = "timestamp.txt"  # nbgrader's exchange writes the hand-in time here
+MAX_TIMESTAMP_BYTES = 200
+
+
+@dataclass(frozen=True)
+class LatePolicy:
+    penalty_per_day: float = 0.0
+    zero_after_days: float | None = None
+    grace_minutes: float = 0.0
+
+    def share_lost(self, late_by: timedelta) -> float:
+        """The share of the score lost for handing in ``late_by`` after the due time (0 when on time)."""
+        late_by -= timedelta(minutes=self.grace_minutes)
+        if late_by <= timedelta(0):
+            return 0.0
+        days = late_by / timedelta(days=1)
+        if self.zero_after_days is not None and days > self.zero_after_days:
+            return 1.0
+        return min(1.0, math.ceil(days) * self.penalty_per_day)
+
+
+@dataclass(frozen=True)
+class Deadlines:
+    due: dict[str, datetime] = field(default_factory=dict)  # assignment -> due time (UTC)
+    extensions: dict[tuple[str, str], datetime] = field(default_factory=dict)  # (student, assignment) -> due time
+    policy: LatePolicy = LatePolicy()
+
+    def due_for(self, student: str, assignment: str) -> datetime | None:
+        return self.extensions.get((student, assignment), self.due.get(assignment))
+
+
+def load_deadlines(path: Path, known: list[str]) -> Deadlines:
+    """The due dates, extensions and late policy of the course file at ``path`` (none when it has none).
+
+    Raises:
+        ValueError: a table or value the file should not hold: an unknown assignment, a time without its
+            time zone, a penalty outside [0, 1]. The message names the key.
+    """
+    if not path.is_file():
+        return Deadlines()
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as error:
+        raise ValueError(f"{path.name}: {error}") from None
+    due = {name: _due_time(path, f"due.{name}", value, known, name) for name, value in data.get("due", {}).items()}
+    extensions = {}
+    for student, table in data.get("extensions", {}).items():
+        if not isinstance(table, dict):
+            raise ValueError(f"{path.name}: extensions.{student} must be a table of assignment = due time")
+        for name, value in table.items():
+            extensions[(student, name)] = _due_time(path, f"extensions.{student}.{name}", value, known, name)
+    late = data.get("late", {})
+    unknown = sorted(set(late) - {"penalty_per_day", "zero_after_days", "grace_minutes"})
+    if unknown:
+        raise ValueError(f"{path.name}: [late] has no setting {', '.join(unknown)} (penalty_per_day, zero_after_days, grace_minutes)")
+    policy = LatePolicy(
+        penalty_per_day=_number(path, "late.penalty_per_day", late.get("penalty_per_day", 0.0), 0.0, 1.0),
+        zero_after_days=_number(path, "late.zero_after_days", late["zero_after_days"], 0.0, None) if "zero_after_days" in late else None,
+        grace_minutes=_number(path, "late.grace_minutes", late.get("grace_minutes", 0.0), 0.0, None),
+    )
+    return Deadlines(due, extensions, policy)
+
+
+def _due_time(path: Path, key: str, value: object, known: list[str], assignment: str) -> datetime:
+    if assignment not in known:
+        raise ValueError(f"{path.name}: {key}: the course has no assignment {assignment!r}")
+    if not isinstance(value, datetime) or value.tzinfo is None:
+        raise ValueError(f"{path.name}: {key} must be a date and time with its time zone, e.g. 2026-12-01T23:59:00Z or 2026-12-01T23:59:00+01:00")
+    return value.astimezone(timezone.utc)
+
+
+def _number(path: Path, key: str, value: object, low: float, high: float | None) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < low or (high is not None and value > high):
+        bound = f"between {low:g} and {high:g}" if high is not None else f"at least {low:g}"
+        raise ValueError(f"{path.name}: {key} must be a number {bound}, not {value!r}")
+    return float(value)
+
+
+def read_timestamp(notebook: Path) -> SubmittedAt | None:
+    """The hand-in time nbgrader's exchange recorded beside ``notebook`` (``timestamp.txt``), if readable."""
+    stamp = notebook.parent / TIMESTAMP_FILE
+    if stamp.is_symlink() or not stamp.is_file() or stamp.stat().st_size > MAX_TIMESTAMP_BYTES:
+        return None
+    from nbgrader.utils import parse_utc
+
+    try:
+        parsed = parse_utc(stamp.read_text(encoding="utf-8", errors="replace").strip())
+    except (ValueError, OverflowError, TypeError):
+        return None
+    return SubmittedAt(parsed.replace(tzinfo=timezone.utc), TIMESTAMP_FILE)
+
+
+def apply_deadlines(rows: list[GradeRow], times: dict[tuple[str, str], SubmittedAt], deadlines: Deadlines) -> list[GradeRow]:
+    """``rows`` with each graded row held to its due date: late ones lose the policy's share, and say so."""
+    return [_held_to(row, times.get((row.student_id, row.assignment)), deadlines) for row in rows]
+
+
+def _held_to(row: GradeRow, handed_in: SubmittedAt | None, deadlines: Deadlines) -> GradeRow:
+    due = deadlines.due_for(row.student_id, row.assignment)
+    if due is None or not row.outcome.scored:
+        return row
+    extended = (row.student_id, row.assignment) in deadlines.extensions
+    if handed_in is None:
+        lateness = Lateness(due, None, extended=extended)
+        note = f"no hand-in time came with it (nbgrader's {TIMESTAMP_FILE} or a zip's date): not held to the due date {_shown(due)}"
+        return replace(row, outcome=replace(row.outcome, notes=(*row.outcome.notes, note)), lateness=lateness)
+    late_by = max(handed_in.time - due, timedelta(0))
+    share = deadlines.policy.share_lost(late_by)
+    penalty = round(row.score * share, 6)
+    lateness = Lateness(due, handed_in.time, handed_in.source, late_by, penalty, extended)
+    if late_by <= timedelta(0):
+        return replace(row, lateness=lateness)
+    which = "extended due date" if extended else "due date"
+    note = (
+        f"late by {_duration(late_by)} (handed in {_shown(handed_in.time)} by its {handed_in.source}, {which} {_shown(due)}): "
+        f"{share:.0%} off, {penalty:g} of the {row.score:g} points its tests gave"
+    )
+    return replace(row, score=row.score - penalty, outcome=replace(row.outcome, notes=(*row.outcome.notes, note)), lateness=lateness)
+
+
+def _shown(moment: datetime) -> str:
+    return moment.astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+
+
+def _duration(span: timedelta) -> str:
+    minutes = math.ceil(span / timedelta(minutes=1))
+    days, rest = divmod(minutes, 24 * 60)
+    hours, minutes = divmod(rest, 60)
+    parts = [f"{days} day{'s' * (days != 1)}"] if days else []
+    parts += [f"{hours} h"] if hours else []
+    parts += [f"{minutes} min"] if minutes and not days else []
+    return " ".join(parts) or "under a minute"

@@ -1,0 +1,140 @@
+"""Due dates, extensions and the late policy: read from course.toml, times from intake, applied to rows."""
+
+from __future__ import annotations
+
+import zipfile
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import pytest
+
+from autograder.grading.deadlines import Deadlines, LatePolicy, apply_deadlines, load_deadlines, read_timestamp
+from autograder.grading.intake import opened, take_in
+from autograder.grading.models import GradeRow, Kind, Outcome, SubmittedAt
+from course_utils.colab import course_address, parse_address, write_address
+
+A, B = "01_soft_dictionary_lookup", "02_dot_product_attention"
+DUE = datetime(2026, 12, 1, 23, 59, tzinfo=timezone.utc)
+UTC = timezone.utc
+
+
+def course_file(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "course.toml"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_course_file_gives_due_dates_extensions_and_policy(tmp_path: Path) -> None:
+    path = course_file(
+        tmp_path,
+        'repository = ""\n[due]\n01_soft_dictionary_lookup = 2026-12-02T00:59:00+01:00\n'
+        '[late]\npenalty_per_day = 0.1\nzero_after_days = 7\ngrace_minutes = 5\n'
+        '[extensions."j.smith"]\n01_soft_dictionary_lookup = 2026-12-03T23:59:00Z\n',
+    )
+    deadlines = load_deadlines(path, [A, B])
+    assert deadlines.due == {A: DUE}  # +01:00 read as the same moment in UTC
+    assert deadlines.due_for("j.smith", A) == DUE + timedelta(days=2)
+    assert deadlines.due_for("bob", A) == DUE and deadlines.due_for("bob", B) is None
+    assert deadlines.policy == LatePolicy(0.1, 7.0, 5.0)
+    assert load_deadlines(tmp_path / "absent.toml", [A]) == Deadlines()
+
+
+@pytest.mark.parametrize(
+    ("text", "complaint"),
+    [
+        ("[due]\n01_soft_dictionary_lookup = 2026-12-01T23:59:00\n", "time zone"),
+        ("[due]\n01_soft_dictionary_lookup = 2026-12-01\n", "time zone"),
+        ("[due]\n99_nothing = 2026-12-01T23:59:00Z\n", "no assignment '99_nothing'"),
+        ("[late]\npenalty_per_day = 1.5\n", "between 0 and 1"),
+        ("[late]\npenalty_per_dya = 0.1\n", "no setting penalty_per_dya"),
+        ("[extensions]\nbob = 2026-12-01T23:59:00Z\n", "extensions.bob must be a table"),
+        ("[due\n", "course.toml"),
+    ],
+)
+def test_course_file_mistakes_are_named(tmp_path: Path, text: str, complaint: str) -> None:
+    with pytest.raises(ValueError, match=complaint.replace(".", r"\.").replace("'", ".")):
+        load_deadlines(course_file(tmp_path, text), [A])
+
+
+@pytest.mark.parametrize(
+    ("late_by", "share"),
+    [
+        (timedelta(0), 0.0),
+        (timedelta(minutes=4), 0.0),  # within the grace
+        (timedelta(minutes=6), 0.1),  # a part of a day counts as a day
+        (timedelta(days=1, minutes=5), 0.1),  # the grace comes off first
+        (timedelta(days=1, minutes=6), 0.2),
+        (timedelta(days=6, hours=23), 0.7),
+        (timedelta(days=7, hours=1), 1.0),  # past zero_after_days
+    ],
+)
+def test_late_policy_share(late_by: timedelta, share: float) -> None:
+    assert LatePolicy(0.1, 7, 5).share_lost(late_by) == pytest.approx(share)
+
+
+def row(student: str, score: float = 8.0, kind: Kind = Kind.GRADED) -> GradeRow:
+    return GradeRow(student, A, score, 10.0, Outcome(kind))
+
+
+def test_rows_are_held_to_their_own_due_date() -> None:
+    deadlines = Deadlines({A: DUE}, {("ext", A): DUE + timedelta(days=3)}, LatePolicy(penalty_per_day=0.25))
+    times = {
+        ("early", A): SubmittedAt(DUE - timedelta(hours=1), "timestamp.txt"),
+        ("late", A): SubmittedAt(DUE + timedelta(hours=30), "zip entry date"),
+        ("ext", A): SubmittedAt(DUE + timedelta(hours=30), "timestamp.txt"),
+        ("broken", A): SubmittedAt(DUE + timedelta(days=9), "timestamp.txt"),
+    }
+    rows = [row("early"), row("late"), row("ext"), row("unknown"), row("broken", 0.0, Kind.UNREADABLE)]
+    early, late, ext, unknown, broken = apply_deadlines(rows, times, deadlines)
+    assert (early.score, early.lateness.penalty, early.outcome.notes) == (8.0, 0.0, ())
+    assert early.lateness.submitted_at == DUE - timedelta(hours=1)
+    assert late.score == 4.0 and late.lateness.penalty == 4.0 and late.lateness.late_by == timedelta(hours=30)
+    assert late.outcome.notes == (
+        "late by 1 day 6 h (handed in 2026-12-03 05:59 UTC by its zip entry date, due date 2026-12-01 23:59 UTC): "
+        "50% off, 4 of the 8 points its tests gave",
+    )
+    assert ext.score == 8.0 and ext.lateness.extended and not ext.outcome.notes
+    assert unknown.score == 8.0 and "not held to the due date 2026-12-01 23:59 UTC" in unknown.status
+    assert broken == rows[-1]  # nothing graded, nothing to take off
+    assert apply_deadlines(rows, times, Deadlines()) == rows  # no due date: no change
+
+
+def test_intake_reads_nbgraders_timestamp_and_zip_dates(tmp_path: Path) -> None:
+    submitted = tmp_path / "submitted" / "alice" / A
+    submitted.mkdir(parents=True)
+    (submitted / f"{A}.ipynb").write_text("{}")
+    (submitted / "timestamp.txt").write_text("2026-12-02 08:15:00.123456 UTC")
+    (tmp_path / "submitted" / "dan" / A).mkdir(parents=True)  # nbgrader's layout holds a folder per student
+    (tmp_path / "submitted" / "dan" / A / f"{A}.ipynb").write_text("{}")
+    with opened(tmp_path / "submitted") as received:
+        intake = take_in(received, [A], {})
+    assert intake.chosen[("alice", A)].submitted_at == SubmittedAt(datetime(2026, 12, 2, 8, 15, 0, 123456, UTC), "timestamp.txt")
+    assert intake.chosen[("dan", A)].submitted_at is None  # a folder's file dates say nothing of when it was handed in
+
+    (submitted / "timestamp.txt").write_text("not a time")
+    assert read_timestamp(submitted / f"{A}.ipynb") is None
+    (submitted / "timestamp.txt").write_text("2" * 500)  # too long to be a time: not read
+    assert read_timestamp(submitted / f"{A}.ipynb") is None
+
+    archive = tmp_path / "lms.zip"
+    inner = tmp_path / "bob.zip"
+    with zipfile.ZipFile(inner, "w") as zipped:  # the student's own zip: dated by the student's clock
+        zipped.writestr(zipfile.ZipInfo(f"{A}.ipynb", date_time=(1999, 1, 1, 0, 0, 0)), "{}")
+    with zipfile.ZipFile(archive, "w") as zipped:
+        zipped.writestr(zipfile.ZipInfo(f"carol/{A}.ipynb", date_time=(2026, 12, 2, 9, 30, 0)), "{}")
+        zipped.write(inner, "bob.zip")
+    with opened(archive) as received:
+        intake = take_in(received, [A], {})
+    carol = intake.chosen[("carol", A)].submitted_at
+    assert carol is not None and carol.source == "zip entry date"
+    assert carol.time == datetime(2026, 12, 2, 9, 30).astimezone(UTC)  # the zip's local time, read in this machine's zone
+    bob = intake.chosen[("bob", A)].submitted_at
+    assert bob is not None and bob.time.year != 1999  # the outer entry's date, not the inner zip's
+
+
+def test_setting_the_address_keeps_the_due_dates(tmp_path: Path) -> None:
+    path = course_file(tmp_path, '# mine\nrepository = ""\nbranch = "main"\n\n[due]\n01_soft_dictionary_lookup = 2026-12-01T23:59:00Z\n')
+    write_address(parse_address("https://github.com/someone/attention", "term2"), path)
+    assert course_address(path).repository == "https://github.com/someone/attention"
+    assert course_address(path).branch == "term2"
+    assert load_deadlines(path, [A]).due == {A: DUE}
