@@ -60,15 +60,15 @@ def _grade(args: argparse.Namespace) -> int:
 
     from .course import list_assignments
     from .grading.deadlines import load_deadlines
-    from .grading.models import HealthCheckFailed
+    from .grading.models import AssignmentSpec, HealthCheckFailed
     from .grading.pipeline import grade
-    from .grading.reports import format_table
+    from .grading.reports import format_table, write_lms_import
     from .grading.roster import read_roster
     from .settings import SOLUTIONS_DIR
 
     started = time.monotonic()
     try:
-        roster = read_roster(Path(args.roster)) if args.roster else None
+        roster = read_roster(Path(args.roster), args.roster_column) if args.roster else None
         deadlines = load_deadlines(COURSE_FILE, list_assignments(SOLUTIONS_DIR))
         report = grade(
             Path(args.submissions),
@@ -84,7 +84,7 @@ def _grade(args: argparse.Namespace) -> int:
             sandbox=not args.no_sandbox,
             gradebook=args.gradebook,
             course_dir=Path(args.course_dir),
-            roster=roster,
+            roster=roster.students if roster else None,
             deadlines=deadlines,
         )
     except ValueError as error:
@@ -97,6 +97,10 @@ def _grade(args: argparse.Namespace) -> int:
         )
         return 3
     print(format_table(report))
+    if roster is not None:
+        specs = {name: AssignmentSpec.load(SOLUTIONS_DIR, name) for name in list_assignments(SOLUTIONS_DIR)}
+        lms = write_lms_import(report.grades, specs, roster, Path(args.out))
+        print(f"for the LMS's gradebook import: {lms} (the roster's own columns, then points per assignment)")
     reused = f" ({report.reused} unchanged since the last run, not graded again)" if report.reused else ""
     out = Path(args.out)
     print(f"\n{len(report.grades)} grade row(s){reused} in {time.monotonic() - started:.0f} s; written to {out / 'grades.csv'}")
@@ -187,6 +191,12 @@ def main(argv: list[str] | None = None) -> int:
         metavar="FILE",
         help="the class list (a CSV with a student column, or one student per line): each gets a row for every assignment, "
         "'missing' where nothing came in",
+    )
+    grade.add_argument(
+        "--roster-column",
+        metavar="NAME",
+        help="the roster's column that holds the ids submissions are named by (default: student, student_id, id, username, "
+        "login or email, the first found)",
     )
     grade.set_defaults(run=_grade)
 

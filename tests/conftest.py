@@ -117,7 +117,7 @@ def bad_class(tmp_path_factory: pytest.TempPathFactory) -> GradedClass:
 
     submissions = tmp_path_factory.mktemp("bad") / "submissions"
     build_bad_class(submissions)
-    roster = read_roster(write_bad_class_roster(submissions, tmp_path_factory.mktemp("roster") / "roster.csv"))
+    roster = read_roster(write_bad_class_roster(submissions, tmp_path_factory.mktemp("roster") / "roster.csv")).students
     before = tree_digest(submissions, REPO_ROOT)
     out = tmp_path_factory.mktemp("bad-grading") / "out"
     report = grade(submissions, out, progress=False, jobs=2, cell_timeout=BAD_CELL_TIMEOUT_S, memory_limit=BAD_MEMORY_LIMIT, roster=roster)

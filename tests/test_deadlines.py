@@ -28,7 +28,7 @@ def test_course_file_gives_due_dates_extensions_and_policy(tmp_path: Path) -> No
     path = course_file(
         tmp_path,
         'repository = ""\n[due]\n01_soft_dictionary_lookup = 2026-12-02T00:59:00+01:00\n'
-        '[late]\npenalty_per_day = 0.1\nzero_after_days = 7\ngrace_minutes = 5\n'
+        "[late]\npenalty_per_day = 0.1\nzero_after_days = 7\ngrace_minutes = 5\n"
         '[extensions."j.smith"]\n01_soft_dictionary_lookup = 2026-12-03T23:59:00Z\n',
     )
     deadlines = load_deadlines(path, [A, B])

@@ -97,7 +97,9 @@ def _due_time(path: Path, key: str, value: object, known: list[str], assignment:
     if assignment not in known:
         raise ValueError(f"{path.name}: {key}: the course has no assignment {assignment!r}")
     if not isinstance(value, datetime) or value.tzinfo is None:
-        raise ValueError(f"{path.name}: {key} must be a date and time with its time zone, e.g. 2026-12-01T23:59:00Z or 2026-12-01T23:59:00+01:00")
+        raise ValueError(
+            f"{path.name}: {key} must be a date and time with its time zone, e.g. 2026-12-01T23:59:00Z or 2026-12-01T23:59:00+01:00"
+        )
     return value.astimezone(timezone.utc)
 
 

@@ -111,8 +111,8 @@ def grade(
         pairs = [(s, n) for s in students for n in names]
         if not pairs:
             raise ValueError(f"no notebooks found in {submissions}: it must hold student folders, notebooks or a zip of them")
-        todo = [_submission(intake, student, name, roster) for student, name in pairs]
-        handed_in_at = {pair: h.submitted_at for pair, h in intake.chosen.items() if h.submitted_at is not None}  # a refused pair: content None, notes say why
+        todo = [_submission(intake, student, name, roster) for student, name in pairs]  # a refused pair: content None, notes say why
+        handed_in_at = {pair: h.submitted_at for pair, h in intake.chosen.items() if h.submitted_at is not None}
         unplaced = [_unplaced_row(h, why, all_specs) for h, why in intake.unplaced]
         unplaced += [_unplaced_row(h, why, all_specs, Kind.REFUSED) for h, why in intake.unplaced_refused]
 

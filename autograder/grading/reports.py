@@ -17,7 +17,8 @@ from dataclasses import asdict, dataclass
 from datetime import datetime
 from pathlib import Path
 
-from .models import AssignmentSpec, GradeRow, GradingReport, TestRow
+from .models import AssignmentSpec, GradeRow, GradingReport, Kind, TestRow
+from .roster import Roster
 from .spreadsheet import write_csv
 
 GRADEBOOK_CSV = "gradebook.csv"
@@ -89,6 +90,33 @@ def write_gradebook(grades: list[GradeRow], specs: dict[str, AssignmentSpec], ou
         scores = [points.get((student, n)) for n in names]
         rows.append([student, *(f"{s:g}" if s is not None else "" for s in scores), f"{sum(s or 0 for s in scores):g}"])
     return write_csv(out / GRADEBOOK_CSV, ["student_id", *names, "total"], rows)
+
+
+LMS_IMPORT_CSV = "lms-import.csv"
+# Rows whose zero is the grader's, not the student's: the LMS gets an empty cell, never a 0 to import.
+GRADER_FAULTS = frozenset({Kind.AUTOGRADE_FAILED, Kind.GRADING_ERROR, Kind.HEALTH_CHECK_FAILED, Kind.INVALID_RESULT})
+
+
+def write_lms_import(grades: list[GradeRow], specs: dict[str, AssignmentSpec], roster: Roster, out: Path) -> Path:
+    """The roster as the LMS exported it (its own columns, each row as it came), plus one column of points per
+    assignment graded, after late penalties: the file Canvas's or Moodle's gradebook import reads back.
+
+    Only students on the roster are written, since an LMS cannot import one it does not know; a row the
+    grader could not finish leaves its cell empty, so no 0 is imported for the grader's fault.
+    """
+    names = [n for n in specs if any(r.assignment == n for r in grades)]
+    points = {(r.student_id, r.assignment): r for r in grades}
+    header = roster.header or ["student"]
+    rows = []
+    for student in roster.students:
+        own = roster.rows.get(student, [student])
+        own = [*own, *[""] * (len(header) - len(own))][: len(header)]
+        cells = []
+        for name in names:
+            found = points.get((student, name))
+            cells.append("" if found is None or found.outcome.kind in GRADER_FAULTS else f"{found.score:g}")
+        rows.append([*own, *cells])
+    return write_csv(out / LMS_IMPORT_CSV, [*header, *names], rows)
 
 
 def format_summary(summaries: list[AssignmentSummary], unplaced: int = 0) -> str:
