@@ -62,7 +62,7 @@ def _grade(args: argparse.Namespace) -> int:
     from .grading.deadlines import load_deadlines
     from .grading.models import AssignmentSpec, HealthCheckFailed
     from .grading.pipeline import grade
-    from .grading.reports import format_table, write_lms_import
+    from .grading.reports import LMS_IMPORT_CSV, format_table, write_lms_import
     from .grading.roster import read_roster
     from .settings import SOLUTIONS_DIR
 
@@ -97,7 +97,9 @@ def _grade(args: argparse.Namespace) -> int:
         )
         return 3
     print(format_table(report))
-    if roster is not None:
+    if roster is None:
+        (Path(args.out) / LMS_IMPORT_CSV).unlink(missing_ok=True)  # an earlier run's, with scores this run did not give
+    else:
         specs = {name: AssignmentSpec.load(SOLUTIONS_DIR, name) for name in list_assignments(SOLUTIONS_DIR)}
         lms = write_lms_import(report.grades, specs, roster, Path(args.out))
         print(f"for the LMS's gradebook import: {lms} (the roster's own columns, then points per assignment)")

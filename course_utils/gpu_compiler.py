@@ -15,12 +15,13 @@ import json
 import os
 import select
 import subprocess
-import sys
 import tempfile
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import IO, Any
+
+from .interpreter import python_executable
 
 SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "gpu_build.py")
 ANSWER_TIMEOUT_S = 600
@@ -76,7 +77,8 @@ def _start(environment: dict[str, str]) -> tuple[subprocess.Popen, IO[bytes]]:
     # Run as a script, not ``-m course_utils.gpu_build``: the package imports torch, which costs a fresh
     # process about 1.6 s. -P keeps this folder off sys.path (its modules are not Triton's); a sealed
     # child runs isolated (-I: no PYTHONPATH, no user site).
-    command = [sys.executable, "-P", SCRIPT] if _sealing is None else _sealing.command([sys.executable, "-I", SCRIPT])
+    python = python_executable()
+    command = [python, "-P", SCRIPT] if _sealing is None else _sealing.command([python, "-I", SCRIPT])
     child = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=errors, env=environment)
     return child, errors
 

@@ -96,7 +96,10 @@ def test_rows_are_held_to_their_own_due_date() -> None:
     assert ext.score == 8.0 and ext.lateness.extended and not ext.outcome.notes
     assert unknown.score == 8.0 and "not held to the due date 2026-12-01 23:59 UTC" in unknown.status
     assert broken == rows[-1]  # nothing graded, nothing to take off
-    assert apply_deadlines(rows, times, Deadlines()) == rows  # no due date: no change
+    undated = apply_deadlines(rows, times, Deadlines())  # no due date: no change but the time handed in
+    assert [r.score for r in undated] == [r.score for r in rows] and all(not r.outcome.notes for r in undated)
+    assert undated[1].lateness is not None and undated[1].lateness.due is None
+    assert undated[1].lateness.submitted_at == DUE + timedelta(hours=30) and undated[3].lateness is None
 
 
 def test_intake_reads_nbgraders_timestamp_and_zip_dates(tmp_path: Path) -> None:

@@ -125,14 +125,17 @@ def read_timestamp(notebook: Path) -> SubmittedAt | None:
 
 
 def apply_deadlines(rows: list[GradeRow], times: dict[tuple[str, str], SubmittedAt], deadlines: Deadlines) -> list[GradeRow]:
-    """``rows`` with each graded row held to its due date: late ones lose the policy's share, and say so."""
+    """``rows`` with each graded row held to its due date: late ones lose the policy's share, and say so.
+    Every graded row whose hand-in time is known carries it, due date or not (nbgrader's gradebook keeps it)."""
     return [_held_to(row, times.get((row.student_id, row.assignment)), deadlines) for row in rows]
 
 
 def _held_to(row: GradeRow, handed_in: SubmittedAt | None, deadlines: Deadlines) -> GradeRow:
     due = deadlines.due_for(row.student_id, row.assignment)
-    if due is None or not row.outcome.scored:
+    if not row.outcome.scored:
         return row
+    if due is None:
+        return replace(row, lateness=Lateness(None, handed_in.time, handed_in.source)) if handed_in else row
     extended = (row.student_id, row.assignment) in deadlines.extensions
     if handed_in is None:
         lateness = Lateness(due, None, extended=extended)

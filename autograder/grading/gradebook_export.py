@@ -97,7 +97,8 @@ def export_to_gradebook(
         # nbgrader 0.9's add_submission trips SQLAlchemy 2's autoflush warnings; they are harmless.
         warnings.filterwarnings("ignore", message=r".*not in session.*")
         for name in names:
-            _record_due_date(gradebook, name, next((r.lateness.due for r in grades if r.assignment == name and r.lateness), None))
+            due = next((r.lateness.due for r in grades if r.assignment == name and r.lateness and not r.lateness.extended), None)
+            _record_due_date(gradebook, name, due)
         for row in grades:
             pair = (row.student_id, row.assignment)
             if row.outcome.kind is Kind.MISSING:
@@ -142,12 +143,24 @@ def _record_due_date(gradebook: Gradebook, assignment: str, due: datetime | None
         gradebook.update_or_create_assignment(assignment, duedate=due.astimezone(timezone.utc).replace(tzinfo=None))
 
 
+# What nbgrader's collect leaves beside a notebook and its later steps read from autograded/: the hand-in time,
+# and the secret release_feedback names the student's feedback by.
+EXCHANGE_FILES = (TIMESTAMP_FILE, "submission_secret.txt")
+MAX_EXCHANGE_FILE_BYTES = 4096
+
+
 def _place_autograded(course_dir: Path, row: GradeRow, notebook: Path) -> None:
-    """The graded notebook where nbgrader's formgrader and generate_feedback look for it."""
+    """The graded notebook where nbgrader's formgrader and generate_feedback look for it, with the exchange's
+    files from ``submitted/`` as nbgrader's autograde copies them (else the hand-in time grading read)."""
     folder = course_dir / "autograded" / row.student_id / row.assignment
     folder.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(notebook, folder / f"{row.assignment}.ipynb")
-    if row.lateness and row.lateness.submitted_at:
+    collected = course_dir / "submitted" / row.student_id / row.assignment
+    for name in EXCHANGE_FILES:
+        source = collected / name
+        if not source.is_symlink() and source.is_file() and source.stat().st_size <= MAX_EXCHANGE_FILE_BYTES:
+            shutil.copyfile(source, folder / name)
+    if not (folder / TIMESTAMP_FILE).exists() and row.lateness and row.lateness.submitted_at:
         (folder / TIMESTAMP_FILE).write_text(row.lateness.submitted_at.strftime("%Y-%m-%d %H:%M:%S.%f UTC"), encoding="utf-8")
 
 
@@ -185,7 +198,7 @@ def _write_submission(gradebook: Gradebook, row: GradeRow, scores: dict[str, flo
         if row.lateness.submitted_at is not None:
             submission.timestamp = row.lateness.submitted_at.astimezone(timezone.utc).replace(tzinfo=None)
         assignment_due = submission.assignment.duedate
-        if row.lateness.extended and assignment_due is not None:
+        if row.lateness.extended and row.lateness.due is not None and assignment_due is not None:
             submission.extension = row.lateness.due.astimezone(timezone.utc).replace(tzinfo=None) - assignment_due
     for test, score in scores.items():
         grade = gradebook.find_grade(test, row.assignment, row.assignment, row.student_id)

@@ -82,9 +82,10 @@ class SubmittedAt:
 
 @dataclass(frozen=True)
 class Lateness:
-    """How a row stands against its due date; ``penalty`` is in points."""
+    """When a row was handed in, and how it stands against its due date (``due`` None: none is set);
+    ``penalty`` is in points."""
 
-    due: datetime
+    due: datetime | None
     submitted_at: datetime | None
     source: str = ""
     late_by: timedelta = timedelta(0)
@@ -99,7 +100,7 @@ class GradeRow:
     score: float  # after any late penalty (``lateness.penalty`` says how much)
     max_score: float
     outcome: Outcome
-    lateness: Lateness | None = None  # set where the assignment has a due date (autograder.grading.deadlines)
+    lateness: Lateness | None = None  # set where a hand-in time or a due date is known (autograder.grading.deadlines)
 
     @property
     def status(self) -> str:

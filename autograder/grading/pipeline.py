@@ -173,8 +173,7 @@ def grade(
     cache.save()
 
     in_class_order(report, pairs, specs)
-    if deadlines is not None:
-        report.grades = apply_deadlines(report.grades, handed_in_at, deadlines)
+    report.grades = apply_deadlines(report.grades, handed_in_at, deadlines or Deadlines())
     report.grades += unplaced
     write_csvs(report, out)
     write_summary(report.grades, report.tests, specs, out)

@@ -39,6 +39,7 @@ from nbformat.notebooknode import NotebookNode
 
 import course_utils
 from course_utils import gpu_compiler
+from course_utils.interpreter import python_executable
 from course_utils.reference import is_test_cell, nbgrader_meta
 from course_utils.sealed_protocol import CELL, DONE, END, HEADER, RECORD, RUN, CellFrame, EndFrame, InvalidFrame
 
@@ -131,7 +132,7 @@ def bwrap_command(mpl_cache: Path | None, argv: list[str]) -> list[str]:
 def _environment(home: str, mpl_dir: str, sealed: bool) -> dict[str, str]:
     """A clean environment: nothing of the instructor's is passed on."""
     return {
-        "PATH": f"{Path(sys.executable).parent}:/usr/local/bin:/usr/bin:/bin",
+        "PATH": f"{Path(python_executable()).parent}:/usr/local/bin:/usr/bin:/bin",
         "HOME": home,
         "LANG": "C.UTF-8",
         "MPLBACKEND": "Agg",
@@ -180,7 +181,7 @@ def _matplotlib_cache() -> Path | None:
     atexit.register(shutil.rmtree, folder, ignore_errors=True)
     probe = "import matplotlib; matplotlib.use('Agg'); import matplotlib.font_manager"
     result = subprocess.run(
-        [sys.executable, "-c", probe], env={**os.environ, "MPLCONFIGDIR": str(folder)}, capture_output=True, timeout=120
+        [python_executable(), "-c", probe], env={**os.environ, "MPLCONFIGDIR": str(folder)}, capture_output=True, timeout=120
     )
     return folder if result.returncode == 0 else None
 
@@ -193,7 +194,7 @@ def sandbox_problem() -> str | None:
     if hidden:
         return f"{hidden[0]} is under /tmp, which every sealed run replaces with an empty one; keep the checkout and its venv elsewhere"
     try:
-        command = bwrap_command(None, [sys.executable, "-I", "/grader/sealed_run.py", "probe"])
+        command = bwrap_command(None, [python_executable(), "-I", "/grader/sealed_run.py", "probe"])
         result = subprocess.run(command, capture_output=True, timeout=120, env=_environment("/tmp/home", "/tmp/matplotlib", sealed=True))
     except SandboxUnavailable as missing:
         return str(missing)
@@ -231,14 +232,14 @@ class WarmRunner:
         if sealed:
             env = _environment("/tmp/home", "/tmp/matplotlib", sealed=True)
             env["COURSE_MPL_SOURCE"] = "/grader/matplotlib" if mpl_cache else ""
-            command = bwrap_command(mpl_cache, [sys.executable, "-I", "/grader/sealed_run.py", "serve", str(theirs.fileno())])
+            command = bwrap_command(mpl_cache, [python_executable(), "-I", "/grader/sealed_run.py", "serve", str(theirs.fileno())])
             cwd = None
         else:
             root = Path(self._scratch.name)
             (root / "home").mkdir()
             env = _environment(str(root / "home"), str(root / "matplotlib"), sealed=False)
             env["COURSE_MPL_SOURCE"] = str(mpl_cache or "")
-            command = [sys.executable, "-I", str(RUNNER), "serve", str(theirs.fileno())]
+            command = [python_executable(), "-I", str(RUNNER), "serve", str(theirs.fileno())]
             cwd = str(root)
         self.process = subprocess.Popen(
             command,
