@@ -35,6 +35,7 @@ class RunReport:
     verdict_seconds: float = 0.0  # the trusted replay of the tests
     outputs: dict[int, list[dict[str, Any]]] = field(default_factory=dict)  # the student's cells, by index
     verdicts: tuple[Verdict, ...] = ()
+    student_id_note: str = ""  # '' when the notebook's STUDENT_ID is the graded student's (or none is asked); else what it was
 
     def to_json(self) -> str:
         data = asdict(self)
@@ -59,7 +60,15 @@ class RunReport:
         _fields(data, {"schema", *cls.__dataclass_fields__}, "the report")
         if data["schema"] != REPORT_SCHEMA:
             raise ReportInvalid(f"schema {data['schema']!r}, expected {REPORT_SCHEMA}")
-        for name, kind in (("sealed", bool), ("ended", str), ("invalid", str), ("process_limit_note", str), ("outputs", dict)):
+        names = (
+            ("sealed", bool),
+            ("ended", str),
+            ("invalid", str),
+            ("process_limit_note", str),
+            ("outputs", dict),
+            ("student_id_note", str),
+        )
+        for name, kind in names:
             _typed(data[name], kind, name)
         _typed(data["leftover_processes"], int, "leftover_processes")
         _typed(data["seconds"], (int, float), "seconds")
@@ -80,6 +89,7 @@ class RunReport:
             float(data["verdict_seconds"]),
             outputs,
             tuple(_verdict(v) for v in data["verdicts"]),
+            data["student_id_note"],
         )
 
 

@@ -27,6 +27,7 @@ from course_utils.reference import (
     solution_cells,
     top_level_imports,
 )
+from course_utils.student_values import ID_VARIABLE, grading_student
 
 # What test cells may use besides the notebook's imports: grading runs on the CPU, sealed.
 GRADING_FACTS = "device = torch.device('cpu')\nON_GPU = False\n"
@@ -62,9 +63,12 @@ def graded_names(source: NotebookNode | dict[str, Any]) -> list[str]:
     return sorted(set().union(*(defined_names(code) for code in solution_cells(source).values())))
 
 
-def trusted_namespace(source: NotebookNode | dict[str, Any]) -> dict[str, Any]:
+def trusted_namespace(source: NotebookNode | dict[str, Any], student: str = "") -> dict[str, Any]:
+    """The names a test cell runs with here: the notebook's imports, the grading facts, a placeholder per
+    graded name, and ``STUDENT_ID``: the id nbgrader grades (never the one the submission's notebook set)."""
     namespace: dict[str, Any] = {"__name__": "__main__"}
     exec(compile(top_level_imports(source) + "\n" + GRADING_FACTS, "<grading imports>", "exec"), namespace)  # noqa: S102 - the instructor's imports
+    namespace[ID_VARIABLE] = student
     for name in graded_names(source):
         namespace[name] = recording.Placeholder(name)
     return namespace
@@ -77,6 +81,7 @@ def decide(
     assignment: str = "",
     submission: NotebookNode | dict[str, Any] | None = None,
     compiler: gpu_compiler.Sealing | None = None,
+    student: str = "",
 ) -> dict[str, Verdict]:
     """A verdict for every test cell of ``source``, from the sealed run's ``record``.
 
@@ -85,11 +90,13 @@ def decide(
     also names the catalogued mistakes that give what the student's code gave there.
     ``submission``: the notebook the sealed run ran, whose kernels alone may be compiled for a GPU
     here, in a compile child sealed as ``compiler`` says (``sandbox.compiler_sealing``).
+    ``student``: the id nbgrader grades; each question's expected answer is for that student's values
+    (``course_utils.student_values``), whatever ``STUDENT_ID`` the submission set.
     """
     # Kernels are graded in Triton's interpreter, in the sealed run and here alike.
     os.environ["TRITON_INTERPRET"] = "1"
     events = recording.read_record(record)
-    namespace = trusted_namespace(source)
+    namespace = trusted_namespace(source, student)
     verdicts = {}
     submitted = None
     if submission is not None:
@@ -97,7 +104,11 @@ def decide(
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # as in the sealed run: the same inputs, bit for bit
     try:
-        with gpu_compiler.sealed_children(compiler), recording.replaying(events, stopped_because, submitted) as replayed:
+        with (
+            grading_student(student),
+            gpu_compiler.sealed_children(compiler),
+            recording.replaying(events, stopped_because, submitted) as replayed,
+        ):
             for cell in source["cells"]:
                 if not is_test_cell(cell):
                     continue

@@ -303,6 +303,8 @@ def _run_notes(report: RunReport, options: GradingOptions) -> list[str]:
         notes.append("unsealed: graded with --no-sandbox, so its code ran with the grader's rights")
     if report.process_limit_note:
         notes.append(report.process_limit_note[:300])
+    if report.student_id_note:
+        notes.append(report.student_id_note[:300])
     return notes
 
 
@@ -387,7 +389,11 @@ def _checked(check: Callable[..., None], prepared: "PreparedCourse", spec: Assig
 
 def health_check(course: ScratchCourse, api: Any, spec: AssignmentSpec, options: GradingOptions) -> None:
     """The known solution must grade to full marks here, or no grade from this grader is written."""
-    source = assignment_notebook(course.solutions_dir, spec.name).read_bytes()
+    from course_utils.student_values import with_student_id
+
+    solution = nbformat.read(assignment_notebook(course.solutions_dir, spec.name), as_version=4)
+    # The solution answers each question for the student it is graded as: its STUDENT_ID is that student's.
+    source = nbformat.writes(with_student_id(solution, HEALTH_STUDENT)).encode("utf-8")
     probe = Submission(HEALTH_STUDENT, spec.name, source)
     result = grade_one(course, api, probe, spec, replace(options, feedback=False))
     if result.grade.score != spec.max_score or not result.grade.outcome.scored:

@@ -10,6 +10,12 @@ CAUSAL_ROWS = "torch.arange(start, stop, device=Q.device)[:, None]"
 FIT = "np.polyfit(np.log(x), np.log(y), deg=1)"
 BOUND = "answer_tiled_kernel_bound"
 
+
+def _bound(option: str) -> str:
+    """Source for the student's letter of ``option`` (the options are shuffled per student)."""
+    return f'question_values("06_complexity", "tiled_kernel_bound").letter("{option}")'
+
+
 MISTAKES = [
     Variant(
         "attention_flops counts multiply-adds instead of FLOPs",
@@ -93,9 +99,12 @@ def chunked_attention(Q, K, V, chunk_size, attn_mask=None, is_causal=False, scal
     ),
     # The graded questions: the typical slips, each caught by the question's own test.
     answered(
-        "the tiled kernel called compute-bound (the cap read as above the ridge)", BOUND, '"a"', loses=("test_tiled_kernel_bound_answer",)
+        "the tiled kernel called compute-bound (the cap read as above the ridge)",
+        BOUND,
+        _bound("compute"),
+        loses=("test_tiled_kernel_bound_answer",),
     ),
-    answered("the tiled kernel's intensity thought to grow with T", BOUND, '"c"', loses=("test_tiled_kernel_bound_answer",)),
+    answered("the tiled kernel's intensity thought to grow with T", BOUND, _bound("grows"), loses=("test_tiled_kernel_bound_answer",)),
 ]
 
 CORRECT_VARIANTS = [
@@ -160,5 +169,5 @@ def fit_scaling_exponent(sizes, costs):
     return ((lx * ly).sum() / (lx * lx).sum()).item()
 """,
     ),
-    answered("the bound as an upper-case letter with spaces", BOUND, '" B "'),
+    answered("the bound as an upper-case letter with spaces", BOUND, '" " + ' + _bound("memory") + '.upper() + " "'),
 ]

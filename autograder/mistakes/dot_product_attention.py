@@ -9,6 +9,15 @@ WEIGHTS = "weights = torch.softmax(dot_product_scores(Q, K), dim=-1)"
 BANDWIDTH = "answer_bandwidth_limit"
 NO_TANH = "answer_additive_without_tanh"
 SHARED_MAP = "answer_shared_embedding_map"
+BANDWIDTH_RIGHT = '.letter("nearest")'  # the student's letter of the right option, in the solution
+NO_TANH_RIGHT = '.letter("same_rows")'
+
+
+def _letter(answer: str, option: str) -> str:
+    """Source for the student's letter of ``option`` (options and maps are shuffled per student)."""
+    question = answer.removeprefix("answer_")
+    return f'question_values("02_dot_product_attention", "{question}").letter("{option}")'
+
 
 MISTAKES = [
     Variant(
@@ -79,43 +88,43 @@ MISTAKES = [
     Variant(
         "bandwidth limit: w -> infinity taken for w -> 0 (the mean of all targets)",
         BANDWIDTH,
-        edits=(('return "b"', 'return "a"'),),
+        edits=((BANDWIDTH_RIGHT, '.letter("mean")'),),
         loses=("test_answer_bandwidth_limit",),
     ),
     Variant(
         "bandwidth limit: a sharp kernel believed to recover the true f",
         BANDWIDTH,
-        edits=(('return "b"', 'return "c"'),),
+        edits=((BANDWIDTH_RIGHT, '.letter("true")'),),
         loses=("test_answer_bandwidth_limit",),
     ),
     Variant(
         "additive without tanh: believed to change nothing",
         NO_TANH,
-        edits=(('return "b"', 'return "a"'),),
+        edits=((NO_TANH_RIGHT, '.letter("unchanged")'),),
         loses=("test_answer_additive_without_tanh",),
     ),
     Variant(
         "additive without tanh: believed to make the scores symmetric",
         NO_TANH,
-        edits=(('return "b"', 'return "d"'),),
+        edits=((NO_TANH_RIGHT, '.letter("symmetric")'),),
         loses=("test_answer_additive_without_tanh",),
     ),
     answered(
-        "shared-embedding map: only the rows checked (map D, one query for all, but the two 'the' columns differ)",
+        "shared-embedding map: only the rows checked (the one-query map, whose two 'the' columns differ)",
         SHARED_MAP,
-        '"d"',
+        _letter(SHARED_MAP, "same_query"),
         loses=("test_answer_shared_embedding_map",),
     ),
     answered(
-        "shared-embedding map: the clean diagonal of Q = K taken (map B, each position its own vector)",
+        "shared-embedding map: the clean diagonal of Q = K taken (each position its own vector)",
         SHARED_MAP,
-        '"b"',
+        _letter(SHARED_MAP, "own"),
         loses=("test_answer_shared_embedding_map",),
     ),
     answered(
-        "shared-embedding map: the first-token map taken (map A, its rows all look alike)",
+        "shared-embedding map: the first-token map taken (its rows all look alike)",
         SHARED_MAP,
-        '"a"',
+        _letter(SHARED_MAP, "sink"),
         loses=("test_answer_shared_embedding_map",),
     ),
 ]
@@ -171,7 +180,7 @@ def dot_product_attention(Q, K, V):
     return torch.einsum("...qk,...kv->...qv", weights, V), weights
 """,
     ),
-    answered("bandwidth limit as an upper-case letter with spaces", BANDWIDTH, '" B "'),
-    answered("additive without tanh as an upper-case letter", NO_TANH, '"B"'),
-    answered("shared-embedding map as an upper-case letter", SHARED_MAP, '"C"'),
+    answered("bandwidth limit as an upper-case letter with spaces", BANDWIDTH, '" " + ' + _letter(BANDWIDTH, "nearest") + '.upper() + " "'),
+    answered("additive without tanh as an upper-case letter", NO_TANH, _letter(NO_TANH, "same_rows") + ".upper()"),
+    answered("shared-embedding map as an upper-case letter", SHARED_MAP, _letter(SHARED_MAP, "shared") + ".upper()"),
 ]

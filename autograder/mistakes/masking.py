@@ -12,7 +12,10 @@ FULLY_MASKED = ("test_masked_sdpa_fully_masked_rows", "test_masked_sdpa_fully_ma
 PACKED = "packed_sequence_mask"
 WITHIN = "mask = mask & (position.unsqueeze(-1) >= position.unsqueeze(0))"
 PACKED_TESTS = ("test_packed_sequence_mask", "test_packed_sequence_mask_causal")
-LEFT = "return [(1 + 2 + 3) + (1 + 2), 2 + 3]"  # answer_left_padding_causal_counts: [9, 5]
+LEFT = "return [pairs, rows]"  # answer_left_padding_causal_counts, for the student's lengths and T
+COUNT = "return T_q * (T_k - T_q) + T_q * (T_q + 1) // 2"  # answer_bottom_right_true_count, for the student's T_q, T_k
+LEAK = "return future / (allowed * math.e + future)"  # answer_float_mask_future_weight
+KPM = 'question_values("04_masking", "key_padding_mask_unconverted").letter("padding_only")'
 LEFT_TEST = ("test_answer_left_padding_causal_counts",)
 
 # The start of two float64 rewrites (a mistake and a correct variant): the mask as a float bias.
@@ -200,68 +203,68 @@ def packed_sequence_mask(lengths, causal=False):
     Variant(
         "bottom-right count taken top-left",
         "answer_bottom_right_true_count",
-        edits=(("return 3 + 4 + 5", "return 1 + 2 + 3"),),
+        edits=((COUNT, "return T_q * (T_q + 1) // 2"),),
         loses=("test_answer_bottom_right_true_count",),
     ),
     Variant(
         "bottom-right count answered as text",
         "answer_bottom_right_true_count",
-        edits=(("return 3 + 4 + 5", 'return "12 entries"'),),
+        edits=((COUNT, 'return f"{T_q * (T_k - T_q) + T_q * (T_q + 1) // 2} entries"'),),
         loses=("test_answer_bottom_right_true_count",),
     ),
     Variant(
         "key_padding_mask read with SDPA's convention (True = take part)",
         "answer_key_padding_mask_unconverted",
-        edits=(('return "b"', 'return "a"'),),
+        edits=((KPM, KPM.replace("padding_only", "real_only")),),
         loses=("test_answer_key_padding_mask_unconverted",),
     ),
     Variant(
         "float 0/1 mask believed to mask like a bool mask (weight 0)",
         "answer_float_mask_future_weight",
-        edits=(("return 3 / (math.e + 3)", "return 0.0"),),
+        edits=((LEAK, "return 0.0"),),
         loses=("test_answer_float_mask_future_weight",),
     ),
     Variant(
-        "float 0/1 mask: the weight of key 0 instead of the future keys",
+        "float 0/1 mask: the weight of the allowed keys instead of the future keys",
         "answer_float_mask_future_weight",
-        edits=(("return 3 / (math.e + 3)", "return math.e / (math.e + 3)"),),
+        edits=((LEAK, "return allowed * math.e / (allowed * math.e + future)"),),
         loses=("test_answer_float_mask_future_weight",),
     ),
-    # answer_left_padding_causal_counts: lengths 3 and 2, LEFT-padded to 5, padding (keys) & causal: [9, 5]
+    # answer_left_padding_causal_counts: the student's two lengths, LEFT-padded to T, padding (keys) & causal
     Variant(
         "left padding & causal: right padding assumed (real tokens first), so no row is empty",
         "answer_left_padding_causal_counts",
-        edits=((LEFT, "return [(1 + 2 + 3 + 3 + 3) + (1 + 2 + 2 + 2 + 2), 0]"),),
+        edits=((LEFT, "return [sum(sum(min(i + 1, L) for i in range(T)) for L in lengths), 0]"),),
         loses=LEFT_TEST,
     ),
     Variant(
         "left padding & causal: the padding masks the query rows instead of the keys",
         "answer_left_padding_causal_counts",
-        edits=((LEFT, "return [(3 + 4 + 5) + (4 + 5), 2 + 3]"),),
+        edits=((LEFT, "return [sum(sum(i + 1 for i in range(T - L, T)) for L in lengths), rows]"),),
         loses=LEFT_TEST,
     ),
     Variant(
         "left padding & causal: the causal part forgotten (every query reads every real key)",
         "answer_left_padding_causal_counts",
-        edits=((LEFT, "return [5 * 3 + 5 * 2, 0]"),),
+        edits=((LEFT, "return [sum(T * L for L in lengths), 0]"),),
         loses=LEFT_TEST,
     ),
     Variant(
         "left padding & causal: the padding forgotten (two causal triangles)",
         "answer_left_padding_causal_counts",
-        edits=((LEFT, "return [15 + 15, 0]"),),
+        edits=((LEFT, "return [len(lengths) * T * (T + 1) // 2, 0]"),),
         loses=LEFT_TEST,
     ),
     Variant(
         "left padding & causal: a pad query still sees itself, so no row is empty",
         "answer_left_padding_causal_counts",
-        edits=((LEFT, "return [(1 + 2 + 3) + (1 + 2) + 2 + 3, 0]"),),
+        edits=((LEFT, "return [pairs + rows, 0]"),),
         loses=LEFT_TEST,
     ),
     Variant(
         "left padding & causal: the right numbers in the wrong order",
         "answer_left_padding_causal_counts",
-        edits=((LEFT, "return [2 + 3, (1 + 2 + 3) + (1 + 2)]"),),
+        edits=((LEFT, "return [rows, pairs]"),),
         loses=LEFT_TEST,
     ),
 ]
@@ -360,22 +363,29 @@ def packed_sequence_mask(lengths, causal=False):
     Variant(
         "bottom-right count computed with tril",
         "answer_bottom_right_true_count",
-        edits=(("return 3 + 4 + 5", "return int(torch.ones(3, 5).tril(diagonal=5 - 3).sum())"),),
+        edits=((COUNT, "return int(torch.ones(T_q, T_k).tril(diagonal=T_k - T_q).sum())"),),
     ),
-    Variant("choice in upper case with spaces", "answer_key_padding_mask_unconverted", edits=(('return "b"', 'return " B "'),)),
+    Variant("choice in upper case with spaces", "answer_key_padding_mask_unconverted", edits=((KPM, '" " + ' + KPM + '.upper() + " "'),)),
     Variant(
-        "future weight rounded to three digits", "answer_float_mask_future_weight", edits=(("return 3 / (math.e + 3)", "return 0.525"),)
+        "future weight rounded to three digits",
+        "answer_float_mask_future_weight",
+        edits=((LEAK, "return round(future / (allowed * math.e + future), 3)"),),
     ),
-    Variant("left padding counts as plain numbers", "answer_left_padding_causal_counts", edits=((LEFT, "return [9, 5]"),)),
+    Variant("left padding counts as floats", "answer_left_padding_causal_counts", edits=((LEFT, "return [pairs * 1.0, rows * 1.0]"),)),
     Variant(
         "left padding counts computed with torch, as a tensor",
         "answer_left_padding_causal_counts",
         source="""
 def answer_left_padding_causal_counts():
-    real = torch.arange(5) >= 5 - torch.tensor([3, 2])[:, None]
-    mask = real[:, None, :] & torch.ones(5, 5, dtype=torch.bool).tril()
+    batch = question_values("04_masking", "left_padding_causal_counts")
+    real = torch.arange(batch.T) >= batch.T - torch.tensor(batch.lengths)[:, None]
+    mask = real[:, None, :] & torch.ones(batch.T, batch.T, dtype=torch.bool).tril()
     return torch.stack([mask.sum(), (~mask.any(dim=-1)).sum()])
 """,
     ),
-    Variant("left padding counts as a tuple of floats", "answer_left_padding_causal_counts", edits=((LEFT, "return (9.0, 5.0)"),)),
+    Variant(
+        "left padding counts as a tuple of floats",
+        "answer_left_padding_causal_counts",
+        edits=((LEFT, "return (float(pairs), float(rows))"),),
+    ),
 ]

@@ -25,6 +25,15 @@ OUTPUTS = ("test_mha_outputs_and_weights", "test_mha_masks")
 BUG = "answer_attention_bug"
 LOOKBACK = "answer_lookback_distance"
 GQA_CACHE = "answer_gqa_cache_bytes"
+# The questions' values are the student's (course_utils.student_values): answers are computed from them.
+PERIOD = 'question_values("05_multi_head_attention", "lookback_distance").P'
+
+
+def _bug_line(option: str, upper: bool = False) -> str:
+    """Source for the student's letter of the line ``option`` (the options are shuffled per student)."""
+    letter = f'question_values("05_multi_head_attention", "attention_bug").letter("{option}")'
+    return f'" " + {letter}.upper() + " "' if upper else letter
+
 
 MISTAKES = [
     Variant(
@@ -118,19 +127,19 @@ MISTAKES = [
     answered(
         "the bug taken to be in the fused projection's split (chunking the features is chunking the weight's rows)",
         BUG,
-        '"a"',
+        _bug_line("projection"),
         loses=("test_attention_bug_answer",),
     ),
     answered(
         "the bug taken to be the split into heads (view(B, T, H, d).transpose(1, 2) is the right split)",
         BUG,
-        '"b"',
+        _bug_line("split"),
         loses=("test_attention_bug_answer",),
     ),
     answered(
         "the bug taken to be the merge (reshape copies a transposed tensor; it does not scramble it)",
         BUG,
-        '"d"',
+        _bug_line("merge"),
         loses=("test_attention_bug_answer",),
     ),
     Variant(
@@ -139,11 +148,13 @@ MISTAKES = [
         edits=(("return P - 1 ", "return P "),),
         loses=("test_lookback_distance_answer",),
     ),
-    answered("the look-back distance copied from the plot (period 4)", LOOKBACK, "3", loses=("test_lookback_distance_answer",)),
+    answered(
+        "the look-back distance copied from the plot (period 4)", LOOKBACK, "3", loses=("test_lookback_distance_answer",)
+    ),  # never P = 4
     Variant(
         "the GQA cache counted with the query heads (H_q instead of H_kv)",
         GQA_CACHE,
-        edits=(("layers, H_kv, d, T, bytes_per = 80, 8, 128,", "layers, H_kv, d, T, bytes_per = 80, 64, 128,"),),
+        edits=(("model.layers, model.H_kv, model.d,", "model.layers, model.H_q, model.d,"),),
         loses=("test_gqa_cache_answer",),
     ),
     Variant(
@@ -158,7 +169,12 @@ MISTAKES = [
         edits=(("return 2 * layers * H_kv * d * T * bytes_per ", "return 2 * H_kv * d * T * bytes_per "),),
         loses=("test_gqa_cache_answer",),
     ),
-    answered("the GQA cache in GiB instead of bytes", GQA_CACHE, "1.25", loses=("test_gqa_cache_answer",)),  # GiB
+    Variant(
+        "the GQA cache in GiB instead of bytes",
+        GQA_CACHE,
+        edits=(("return 2 * layers * H_kv * d * T * bytes_per ", "return 2 * layers * H_kv * d * T * bytes_per / 2**30 "),),
+        loses=("test_gqa_cache_answer",),
+    ),
 ]
 
 CORRECT_VARIANTS = [
@@ -186,16 +202,21 @@ def grouped_query_attention(Q, K, V, attn_mask=None, is_causal=False, scale=None
     return torch.einsum("bkgts,bksd->bkgtd", torch.softmax(scores, dim=-1), V).reshape(B, H_q, T, d)
 """,
     ),
-    answered("the look-back distance as a float", LOOKBACK, "5.0"),
-    answered("the spot-the-bug letter in capitals, with spaces", BUG, '" C "'),
-    answered("the GQA cache rounded to three digits", GQA_CACHE, "1.34e9"),  # 1.25 GiB, rounded; within 1%
+    answered("the look-back distance as a float", LOOKBACK, f"float({PERIOD} - 1)"),
+    answered("the spot-the-bug letter in capitals, with spaces", BUG, _bug_line("softmax", upper=True)),
+    Variant(
+        "the GQA cache rounded to three significant digits",
+        GQA_CACHE,
+        edits=(("return 2 * layers * H_kv * d * T * bytes_per ", "return float(f'{2 * layers * H_kv * d * T * bytes_per:.3g}') "),),
+    ),  # within 1%
     Variant(
         "the GQA cache as MHA's divided by the group size",
         GQA_CACHE,
         source="""
 def answer_gqa_cache_bytes():
-    mha = 2 * 80 * 64 * 128 * 4096 * 2
-    return mha // (64 // 8)
+    model = question_values("05_multi_head_attention", "gqa_cache_bytes")
+    mha = 2 * model.layers * model.H_q * model.d * model.T * 2
+    return mha // (model.H_q // model.H_kv)
 """,
     ),
 ]

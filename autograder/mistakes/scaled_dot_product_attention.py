@@ -9,6 +9,15 @@ SOFTMAX = "weights = torch.softmax(scores, dim=-1)"
 CELL = "scaled_dot_product_attention"
 CARRIED = "dot_product_attention"  # notebook 02's function, pasted in: stood in by PyTorch's in every test here
 CALL = "return dot_product_attention(Q * scale, K, V)"
+# The questions' values are the student's (course_utils.student_values): answers are computed from them.
+_VARIANCE = 'def answer_score_variance():\n    d_k = question_values("03_scaled_dot_product_attention", "score_variance").d_k\n'
+
+
+def _chosen(question: str, option: str) -> str:
+    """A question answered with the student's letter of ``option``."""
+    return f'def answer_{question}():\n    return question_values("03_scaled_dot_product_attention", "{question}").letter("{option}")\n'
+
+
 # The same function written out in full (scores, softmax, weighted values): a correct variant, and the
 # text the mistakes made inside that formula edit.
 WRITTEN_OUT = """
@@ -221,37 +230,37 @@ def train_matching_attention(queries, keys, target, d_k, steps, lr=0.05, seed=0)
     Variant(
         "Question 1: scales the variance by 1/sqrt(d_k) instead of 1/d_k",
         "answer_score_variance",
-        source="def answer_score_variance():\n    return [64, 8]\n",
+        source=_VARIANCE + "    return [d_k, math.sqrt(d_k)]\n",
         loses=("test_answer_score_variance",),
     ),
     Variant(
         "Question 1: gives the standard deviations",
         "answer_score_variance",
-        source="def answer_score_variance():\n    return [8, 1]\n",
+        source=_VARIANCE + "    return [math.sqrt(d_k), 1]\n",
         loses=("test_answer_score_variance",),
     ),
     Variant(
         "Question 2: thinks the largest |J| falls from x = 0 on (misses the peak at weight 1/2)",
         "answer_saturated_jacobian",
-        source='def answer_saturated_jacobian():\n    return "b"\n',
+        source=_chosen("saturated_jacobian", "falls_fast"),
         loses=("test_answer_saturated_jacobian",),
     ),
     Variant(
         "Question 2: thinks the largest |J| decays like 1/x, not exponentially",
         "answer_saturated_jacobian",
-        source='def answer_saturated_jacobian():\n    return "d"\n',
+        source=_chosen("saturated_jacobian", "peaks_slowly"),
         loses=("test_answer_saturated_jacobian",),
     ),
     Variant(
-        "Question 3: picks map A, the one scaled by 1/sqrt(d_k) (a favourite key, not one-hot)",
+        "Question 3: picks the map scaled by 1/sqrt(d_k) (a favourite key, not one-hot)",
         "answer_unscaled_map",
-        source='def answer_unscaled_map():\n    return "a"\n',
+        source=_chosen("unscaled_map", "1/sqrt(d_k)"),
         loses=("test_answer_unscaled_map",),
     ),
     Variant(
-        "Question 3: picks map C, the nearly uniform one scaled by 1/d_k",
+        "Question 3: picks the nearly uniform map, scaled by 1/d_k",
         "answer_unscaled_map",
-        source='def answer_unscaled_map():\n    return "c"\n',
+        source=_chosen("unscaled_map", "1/d_k"),
         loses=("test_answer_unscaled_map",),
     ),
 ]
@@ -441,7 +450,8 @@ def train_matching_attention(queries, keys, target, d_k, steps, lr=0.05, seed=0)
         "answer_score_variance",
         source="""
 def answer_score_variance():
-    return torch.tensor([2.0 ** 6, 64 / 64])
+    d_k = question_values("03_scaled_dot_product_attention", "score_variance").d_k
+    return torch.tensor([2.0 ** math.log2(d_k), d_k / d_k])
 """,
     ),
     Variant(
@@ -449,7 +459,7 @@ def answer_score_variance():
         "answer_saturated_jacobian",
         source="""
 def answer_saturated_jacobian():
-    return " C "
+    return " " + question_values("03_scaled_dot_product_attention", "saturated_jacobian").letter("peaks_fast").upper()
 """,
     ),
     Variant(
@@ -457,7 +467,7 @@ def answer_saturated_jacobian():
         "answer_unscaled_map",
         source="""
 def answer_unscaled_map():
-    return " B "
+    return question_values("03_scaled_dot_product_attention", "unscaled_map").letter("none").upper() + " "
 """,
     ),
 ]

@@ -7,9 +7,10 @@ from .variant import Variant
 MAX_SHIFT = "scaled - scaled.amax(dim=dim, keepdim=True)"
 SCORES = "scores = query @ keys.transpose(-2, -1)"
 TERMS = "torch.where(weights > 0, weights * torch.log(weights), torch.zeros_like(weights))"
-WORKED = "[0.125, 0.25, 0.625]"
-TIE = 'return "b"'
-MASKED = "math.log(3)"
+WORKED = "[k / sum(ks) for k in ks]"  # the weights of the student's scores (ln a, ln b, ln c)
+TIE = '.letter("tied_average")'  # the student's letter of the right option
+MASKED = "math.log(row.n - row.masked)"
+TIE_LETTER = 'question_values("01_soft_dictionary_lookup", "cold_lookup_tie").letter("tied_average")'
 
 MISTAKES = [
     # hard_lookup
@@ -131,62 +132,67 @@ MISTAKES = [
         edits=(("-terms.sum(dim=dim)", "-terms.sum(dim=-1)"),),
         loses=("test_entropy_any_dim",),
     ),
-    # answer_softmax_worked: the softmax of (ln 1, ln 2, ln 5), by hand
+    # answer_softmax_worked: the softmax of the student's (ln a, ln b, ln c), by hand
     Variant(
-        "worked softmax: the exponentials (1, 2, 5), not normalised",
+        "worked softmax: the exponentials a, b, c, not normalised",
         "answer_softmax_worked",
-        edits=((WORKED, "[1.0, 2.0, 5.0]"),),
+        edits=((WORKED, "[float(k) for k in ks]"),),
         loses=("test_softmax_worked_example",),
     ),
     Variant(
         "worked softmax: the scores ln k divided by their sum, no exponential",
         "answer_softmax_worked",
-        edits=((WORKED, "[0.0, 0.301, 0.699]"),),
+        edits=((WORKED, "[math.log(k) / sum(math.log(j) for j in ks) for k in ks]"),),
         loses=("test_softmax_worked_example",),
     ),
     Variant(
-        "worked softmax: the softmax of (1, 2, 5) instead of (ln 1, ln 2, ln 5)",
+        "worked softmax: the softmax of (a, b, c) instead of (ln a, ln b, ln c)",
         "answer_softmax_worked",
-        edits=((WORKED, "[0.018, 0.047, 0.936]"),),
+        edits=((WORKED, "[math.exp(k) / sum(math.exp(j) for j in ks) for k in ks]"),),
         loses=("test_softmax_worked_example",),
     ),
     Variant(
         "worked softmax: the right weights in the wrong order",
         "answer_softmax_worked",
-        edits=((WORKED, "[0.625, 0.25, 0.125]"),),
+        edits=((WORKED, "[k / sum(ks) for k in reversed(ks)]"),),
         loses=("test_softmax_worked_example",),
     ),
-    # answer_cold_lookup_tie: (b), the tied keys share the weight
+    # answer_cold_lookup_tie: the option where the tied keys share the weight (the student's letter for it)
     Variant(
         "cold lookup with a tie: the first tied key, as argmax picks it",
         "answer_cold_lookup_tie",
-        edits=((TIE, 'return "a"'),),
+        edits=((TIE, '.letter("first_tied")'),),
         loses=("test_cold_lookup_with_a_tie",),
     ),
     Variant(
         "cold lookup with a tie: the mean of all values (that is T -> infinity)",
         "answer_cold_lookup_tie",
-        edits=((TIE, 'return "c"'),),
+        edits=((TIE, '.letter("all_average")'),),
         loses=("test_cold_lookup_with_a_tie",),
     ),
     Variant(
         "cold lookup with a tie: it fails like hard_lookup",
         "answer_cold_lookup_tie",
-        edits=((TIE, 'return "d"'),),
+        edits=((TIE, '.letter("fails")'),),
         loses=("test_cold_lookup_with_a_tie",),
     ),
-    # answer_masked_entropy: ln 3 nats
+    # answer_masked_entropy: ln(unmasked keys) nats
     Variant(
-        "masked entropy: counts the 5 masked keys, ln 8",
+        "masked entropy: counts the masked keys too, ln n",
         "answer_masked_entropy",
-        edits=((MASKED, "math.log(8)"),),
+        edits=((MASKED, "math.log(row.n)"),),
         loses=("test_masked_entropy",),
     ),
-    Variant("masked entropy: in bits, log2(3)", "answer_masked_entropy", edits=((MASKED, "math.log2(3)"),), loses=("test_masked_entropy",)),
     Variant(
-        "masked entropy: without the minus sign, -ln 3",
+        "masked entropy: in bits, log2 of the unmasked keys",
         "answer_masked_entropy",
-        edits=((MASKED, "-math.log(3)"),),
+        edits=((MASKED, "math.log2(row.n - row.masked)"),),
+        loses=("test_masked_entropy",),
+    ),
+    Variant(
+        "masked entropy: without the minus sign, negative",
+        "answer_masked_entropy",
+        edits=((MASKED, "-math.log(row.n - row.masked)"),),
         loses=("test_masked_entropy",),
     ),
 ]
@@ -260,26 +266,33 @@ def attention_entropy(weights, dim=-1):
     return torch.special.entr(weights).sum(dim=dim)
 """,
     ),  # Graded questions: the same answer written differently.
-    Variant("worked softmax as fractions", "answer_softmax_worked", edits=((WORKED, "[1 / 8, 2 / 8, 5 / 8]"),)),
+    Variant(
+        "worked softmax as fractions", "answer_softmax_worked", edits=((WORKED, "[ks[0] / sum(ks), ks[1] / sum(ks), ks[2] / sum(ks)]"),)
+    ),
     Variant(
         "worked softmax as a tensor, computed",
         "answer_softmax_worked",
         source="""
 def answer_softmax_worked():
-    return torch.softmax(torch.log(torch.tensor([1.0, 2.0, 5.0])), dim=-1)
+    ks = question_values("01_soft_dictionary_lookup", "softmax_worked").ks
+    return torch.softmax(torch.log(torch.tensor(ks, dtype=torch.float32)), dim=-1)
 """,
     ),
-    Variant("worked softmax written with trailing zeros", "answer_softmax_worked", edits=((WORKED, "[0.1250, 0.250, 0.6250]"),)),
-    Variant("cold lookup with a tie: the letter in upper case, with spaces", "answer_cold_lookup_tie", edits=((TIE, 'return " B "'),)),
+    Variant("worked softmax rounded to 4 decimals", "answer_softmax_worked", edits=((WORKED, "[round(k / sum(ks), 4) for k in ks]"),)),
+    Variant(
+        "cold lookup with a tie: the letter in upper case, with spaces",
+        "answer_cold_lookup_tie",
+        edits=((TIE_LETTER, '" " + ' + TIE_LETTER + ".upper() + ' '"),),
+    ),
     Variant(
         "masked entropy as a sum over the three weights",
         "answer_masked_entropy",
-        edits=((MASKED, "-sum(p * math.log(p) for p in [1 / 3] * 3)"),),
+        edits=((MASKED, "-sum(p * math.log(p) for p in [1 / (row.n - row.masked)] * (row.n - row.masked))"),),
     ),
-    Variant("masked entropy to 4 decimals", "answer_masked_entropy", edits=((MASKED, "1.0986"),)),
+    Variant("masked entropy to 4 decimals", "answer_masked_entropy", edits=((MASKED, "round(math.log(row.n - row.masked), 4)"),)),
     Variant(
         "masked entropy with torch, as a 0-d tensor",
         "answer_masked_entropy",
-        edits=((MASKED, "torch.special.entr(torch.full((3,), 1 / 3, dtype=torch.float64)).sum()"),),
+        edits=((MASKED, "torch.special.entr(torch.full((row.n - row.masked,), 1 / (row.n - row.masked), dtype=torch.float64)).sum()"),),
     ),
 ]

@@ -23,6 +23,7 @@ from traitlets import Bool, Integer, Unicode
 
 from course_utils.recording import ForgedRecord
 from course_utils.reference import is_test_cell, nbgrader_meta
+from course_utils.student_values import student_id_note, with_student_id
 
 from ..grading.redaction import Redactor
 from ..grading.run_report import RunReport
@@ -51,11 +52,20 @@ class SealedExecute(NbGraderPreprocessor):
             wall_seconds=min(WALL_CAP_S, self.cell_timeout * code_cells + 60),
             sealed=self.sealed,
         )
-        run = run_sealed(nb, graded_names(source), limits)
+        # The notebook runs as the student nbgrader grades: its STUDENT_ID line is set to that id in the copy
+        # that runs (the feedback keeps the student's own line), and a different id the student wrote is noted.
+        id_note = student_id_note(nb, student)
+        run = run_sealed(with_student_id(nb, student), graded_names(source), limits)
         started = time.perf_counter()
         try:
             verdicts = decide(
-                source, bytes(run.record), stopped_reasons(nb, run), assignment, submission=nb, compiler=compiler_sealing(self.sealed)
+                source,
+                bytes(run.record),
+                stopped_reasons(nb, run),
+                assignment,
+                submission=nb,
+                compiler=compiler_sealing(self.sealed),
+                student=student,
             )
         except ForgedRecord as forged:  # nothing of this run is used: the submission's row says why
             run.invalid, verdicts = run.invalid or f"a forged record ({forged})"[:300], {}
@@ -70,10 +80,12 @@ class SealedExecute(NbGraderPreprocessor):
                 cell.outputs = [redactor.value(o) for o in untrusted_outputs(run.outputs.get(index, []))]
                 cell.outputs = [nbformat.from_dict(o) for o in cell.outputs]
             cell.execution_count = None
-        self._report(student, assignment, run, verdicts, verdict_seconds)
+        self._report(student, assignment, run, verdicts, verdict_seconds, id_note)
         return nb, resources
 
-    def _report(self, student: str, assignment: str, run: SealedRun, verdicts: dict[str, Verdict], verdict_seconds: float) -> None:
+    def _report(
+        self, student: str, assignment: str, run: SealedRun, verdicts: dict[str, Verdict], verdict_seconds: float, id_note: str = ""
+    ) -> None:
         if not self.report_dir:
             return
         target = Path(self.report_dir) / student / f"{assignment}.json"
@@ -88,6 +100,7 @@ class SealedExecute(NbGraderPreprocessor):
             verdict_seconds=round(verdict_seconds, 3),
             outputs=dict(run.outputs),
             verdicts=tuple(verdicts.values()),
+            student_id_note=id_note,
         )
         target.write_text(report.to_json(), encoding="utf-8")
 
