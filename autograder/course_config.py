@@ -102,9 +102,14 @@ def _generate_assignment_steps() -> list[Any]:
 
 
 def _autograde_sanitize_steps() -> list[Any]:
-    """nbgrader's autograde sanitizing steps, after the course's admission (``AdmitSubmission``)."""
+    """nbgrader's autograde sanitizing steps, after the course's admission (``AdmitSubmission``), with
+    OverwriteCells quiet about the test cells' hidden tests (``OverwriteCellsQuietly``)."""
     from nbgrader.converters import Autograde
+    from nbgrader.preprocessors import OverwriteCells
 
-    from .nbgrader_ext.admission import AdmitSubmission
+    from .nbgrader_ext.admission import AdmitSubmission, OverwriteCellsQuietly
 
-    return [AdmitSubmission, *Autograde.class_traits()["sanitize_preprocessors"].default()]
+    steps = [
+        OverwriteCellsQuietly if step is OverwriteCells else step for step in Autograde.class_traits()["sanitize_preprocessors"].default()
+    ]
+    return [AdmitSubmission, *steps]

@@ -118,6 +118,8 @@ def test_stock_autograde_admits_a_forged_test_cell_as_grade_does(course: Path, t
     nbformat.write(with_forged_test_cell(solved(ASSIGNMENT)), target)
     log = nbgrader("autograde", ASSIGNMENT, "--student=mallory", cwd=course, exchange=tmp_path)
     assert "not in the released notebook run as ordinary cells: test_bonus" in log
+    # The release's own difference (its test cells lack the hidden tests) is no warning: nbgrader gives one per cell.
+    assert "Attribute 'checksum'" not in log, log
     spec = AssignmentSpec.load(SOLUTIONS_DIR, ASSIGNMENT)
     with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gradebook:
         submission = gradebook.find_submission(ASSIGNMENT, "mallory")
@@ -145,3 +147,21 @@ def test_stock_autograde_seals_with_the_memory_limit_that_grade_uses(course: Pat
     with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gradebook:
         submission = gradebook.find_submission(ASSIGNMENT, "hog")
         assert submission.score < submission.max_score  # softmax was never defined
+
+
+def test_stock_autograde_names_an_edited_test_cell(course: Path, tmp_path: Path) -> None:
+    """Quiet about test cells as released, but a test cell the student edited is still named, and restored."""
+    from nbgrader.api import Gradebook
+
+    if not (course / "notebooks" / ASSIGNMENT).is_dir():  # when this test runs alone
+        nbgrader("generate_assignment", ASSIGNMENT, cwd=course, exchange=tmp_path)
+    notebook = solved(ASSIGNMENT, [MISTAKE])
+    [test] = [c for c in notebook.cells if c.metadata.get("nbgrader", {}).get("grade_id") == MISTAKE.loses[0]]
+    test.source = "assert True  # nothing to see here\n"
+    target = course / "submitted" / "edith" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
+    target.parent.mkdir(parents=True)
+    nbformat.write(notebook, target)
+    log = nbgrader("autograde", ASSIGNMENT, "--student=edith", cwd=course, exchange=tmp_path)
+    assert MISTAKE.loses[0] in log, log  # the edit is named
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gradebook:
+        assert gradebook.find_grade(MISTAKE.loses[0], ASSIGNMENT, ASSIGNMENT, "edith").auto_score == 0  # the real test ran

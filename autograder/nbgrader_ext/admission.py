@@ -13,7 +13,7 @@ from typing import Any
 
 import nbformat
 from nbformat.notebooknode import NotebookNode
-from nbgrader.preprocessors import NbGraderPreprocessor
+from nbgrader.preprocessors import ClearHiddenTests, NbGraderPreprocessor, OverwriteCells
 from traitlets import Unicode
 
 from ..grading.admission import repair
@@ -34,3 +34,29 @@ class AdmitSubmission(NbGraderPreprocessor):  # enabled by default, as nbconvert
         for note in repairs.notes():
             self.log.warning("%s: %s", about.get("student", "?"), note)
         return fixed, resources
+
+
+class OverwriteCellsQuietly(OverwriteCells):
+    """nbgrader's OverwriteCells, without the warning it gives for every test cell as released.
+
+    A test cell's release lacks its hidden tests, so its checksum never matches the source's and stock
+    OverwriteCells warns once per test cell of every submission, untouched ones included. That difference
+    is the release's own: it is logged at debug level. A locked cell the student did edit is still
+    warned about (and still restored from the source).
+    """
+
+    def preprocess_cell(self, cell: NotebookNode, resources: dict[str, Any], cell_index: int) -> tuple[NotebookNode, dict[str, Any]]:
+        self._as_handed_in = cell.source
+        return super().preprocess_cell(cell, resources, cell_index)
+
+    def report_change(self, name: str, attr: str, old: Any, new: Any) -> None:
+        if attr == "checksum" and self._as_released(name) == self._as_handed_in:
+            self.log.debug("cell %s is as released: its hidden tests come back from the source", name)
+            return
+        super().report_change(name, attr, old, new)
+
+    def _as_released(self, name: str) -> str | None:
+        source = self.gradebook.find_source_cell(name, self.notebook_id, self.assignment_id)
+        cell = nbformat.v4.new_code_cell(source.source) if source.cell_type == "code" else nbformat.v4.new_markdown_cell(source.source)
+        ClearHiddenTests()._remove_hidden_test_region(cell)
+        return cell.source
