@@ -24,10 +24,11 @@ from autograder.grading.class_report import (
     notebook_stats,
     problems,
     render_html,
+    report_json,
     similar_pairs,
     write_class_report,
 )
-from autograder.grading.models import MISCONCEPTION_SEPARATOR, AssignmentSpec, GradeRow, Kind, Outcome, Submission, TestRow
+from autograder.grading.models import MISCONCEPTION_SEPARATOR, AssignmentSpec, GradeRow, Kind, Lateness, Outcome, Submission, TestRow
 
 # --- a hand-made class ------------------------------------------------------------------------------------
 
@@ -77,6 +78,21 @@ def test_scores_mean_median_and_histogram_per_notebook() -> None:
     assert a.mean == pytest.approx(16 / 5) and a.median == 3.0
     assert a.histogram == [0, 0, 1, 0, 0, 0, 2, 0, 1, 1]  # 20 %, 60 % twice, 80 %, full marks in the last bin
     assert b.scores == [5.0, 3.0, 5.0] and b.not_scored == 3 and b.median == 5.0
+
+
+def test_late_rows_and_the_points_their_penalties_took_off(tmp_path: Path) -> None:
+    from dataclasses import replace
+    from datetime import datetime, timedelta, timezone
+
+    due = datetime(2026, 12, 1, 23, 59, tzinfo=timezone.utc)
+    on_time = Lateness(due, due - timedelta(hours=1), "timestamp.txt")
+    late = Lateness(due, due + timedelta(hours=5), "timestamp.txt", timedelta(hours=5), penalty=0.5)
+    grades = [replace(GRADES[0], lateness=on_time), replace(GRADES[1], lateness=late), replace(GRADES[2], lateness=late), *GRADES[3:]]
+    a, b = notebook_stats(grades, TESTS, SPECS)
+    assert (a.late, a.late_points, b.late) == (2, 1.0, 0)
+    report = build_class_report(grades, TESTS, SPECS, [])
+    assert report_json(report)["notebooks"][0]["late"] == 2
+    assert "late (points off)" in render_html(report) and '<td class="num">2 (1)</td>' in render_html(report)
 
 
 def test_per_question_mean_full_marks_and_discrimination_against_numpy() -> None:

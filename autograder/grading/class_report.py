@@ -2,7 +2,7 @@
 
 Four sections, from the rows of ``grades.csv`` and ``tests.csv`` and the notebooks handed in:
 
-* **Scores**: per notebook the distribution (a histogram drawn with matplotlib, embedded as a PNG),
+* **Scores**: per notebook how many were handed in late and the points that cost, the distribution (a histogram drawn with matplotlib, embedded as a PNG),
   mean and median; per question (test) the mean, the share with full marks and the discrimination,
   the correlation of the question's score with the notebook's total over the scored submissions
   (as PrairieLearn's question statistics give it; "n/a" when fewer than ``MIN_FOR_DISCRIMINATION``
@@ -98,6 +98,8 @@ class NotebookStats:
     scores: list[float]  # points, one per scored submission, in row order
     not_scored: int  # rows of this notebook that scored nothing from the tests
     questions: list[QuestionStats]
+    late: int = 0  # scored rows handed in after their due date
+    late_points: float = 0.0  # the points their late penalties took off, in all
 
     @property
     def percents(self) -> list[float]:
@@ -212,7 +214,18 @@ def notebook_stats(grades: list[GradeRow], tests: list[TestRow], specs: dict[str
                     discrimination=discrimination(item, [total for _, total in pairs]),
                 )
             )
-        result.append(NotebookStats(name, spec.max_score, [r.score for r in scored], len(rows) - len(scored), questions))
+        late = [r for r in scored if r.lateness is not None and r.lateness.late_by.total_seconds() > 0]
+        result.append(
+            NotebookStats(
+                name,
+                spec.max_score,
+                [r.score for r in scored],
+                len(rows) - len(scored),
+                questions,
+                late=len(late),
+                late_points=sum(r.lateness.penalty for r in late if r.lateness),
+            )
+        )
     return result
 
 
@@ -469,6 +482,8 @@ def report_json(report: ClassReport) -> dict:
                 "max_score": n.max_score,
                 "scored": len(n.scores),
                 "not_scored": n.not_scored,
+                "late": n.late,
+                "late_points": n.late_points,
                 "mean": n.mean,
                 "median": n.median,
                 "scores": n.scores,
