@@ -37,6 +37,9 @@ def test_a_roster_without_a_student_column_or_with_an_unsafe_name_is_refused(tmp
     path.write_text("student\nann\n../../etc\n", encoding="utf-8")
     with pytest.raises(ValueError, match=r"row 3: '\.\./\.\./etc'"):
         read_roster(path)
+    path.write_text("student\nann\n..\n", encoding="utf-8")  # the folder above, as a student's folder name
+    with pytest.raises(ValueError, match=r"row 3: '\.\.'"):
+        read_roster(path)
     with pytest.raises(ValueError, match="is not a file"):
         read_roster(tmp_path / "absent.csv")
 

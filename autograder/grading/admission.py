@@ -33,7 +33,8 @@ from course_utils.reference import defined_names, is_solution_cell, is_test_cell
 from .models import Kind, Submission, SubmissionProblem
 
 # nbgrader treats student ids as path globs and strips spaces around them: keep ids plain.
-SAFE_STUDENT_ID = re.compile(r"^[A-Za-z0-9@._-]+( [A-Za-z0-9@._-]+)*$")
+# A name for folders and rows: no separators, and not "." or ".." (which name a folder above, not a student's).
+SAFE_STUDENT_ID = re.compile(r"^(?!\.+$)[A-Za-z0-9@._-]+( [A-Za-z0-9@._-]+)*$")
 
 # Lines that reach into the grader, its helpers or the interpreter's frames. Only lines the
 # student added (not in the released notebook) are flagged.
