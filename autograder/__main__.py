@@ -6,9 +6,15 @@ import argparse
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .grading.intake import DEFAULT_STUDENT_PATTERN
 from .settings import CELL_TIMEOUT_S, MEMORY_LIMIT_BYTES
+
+if TYPE_CHECKING:
+    from .grading.models import GradingReport
+    from .grading.pipeline import GradeSettings
+    from .grading.roster import Roster
 
 
 def _require_instructor_tools() -> None:
@@ -56,37 +62,15 @@ def _release(args: argparse.Namespace) -> int:
 
 
 def _grade(args: argparse.Namespace) -> int:
-    from course_utils.colab import COURSE_FILE
-
-    from .course import list_assignments
-    from .grading.deadlines import load_deadlines
-    from .grading.models import AssignmentSpec, HealthCheckFailed
+    from .grading.models import HealthCheckFailed
     from .grading.pipeline import grade
-    from .grading.reports import LMS_IMPORT_CSV, format_table, write_lms_import
+    from .grading.reports import format_table
     from .grading.roster import read_roster
-    from .settings import SOLUTIONS_DIR
 
     started = time.monotonic()
     try:
         roster = read_roster(Path(args.roster), args.roster_column) if args.roster else None
-        deadlines = load_deadlines(COURSE_FILE, list_assignments(SOLUTIONS_DIR))
-        report = grade(
-            Path(args.submissions),
-            Path(args.out),
-            assignments=[args.assignment] if args.assignment else None,
-            feedback=not args.no_feedback,
-            jobs=args.jobs,
-            scheduler=args.scheduler,
-            student_pattern=args.student_pattern,
-            cell_timeout=args.cell_timeout,
-            memory_limit=int(args.memory_limit * 2**30) if args.memory_limit > 0 else None,
-            reuse=not args.regrade,
-            sandbox=not args.no_sandbox,
-            gradebook=args.gradebook,
-            course_dir=Path(args.course_dir),
-            roster=roster.students if roster else None,
-            deadlines=deadlines,
-        )
+        report = grade(Path(args.submissions), Path(args.out), _grade_settings(args, roster.students if roster else None))
     except ValueError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
@@ -97,15 +81,54 @@ def _grade(args: argparse.Namespace) -> int:
         )
         return 3
     print(format_table(report))
+    _write_lms_import(report, roster, Path(args.out))
+    _print_outputs(report, Path(args.out), time.monotonic() - started)
+    return 0
+
+
+def _grade_settings(args: argparse.Namespace, roster: list[str] | None) -> "GradeSettings":
+    """The command line's options as ``grade``'s settings, with the due dates of course.toml."""
+    from course_utils.colab import COURSE_FILE
+
+    from .course import list_assignments
+    from .grading.deadlines import load_deadlines
+    from .grading.pipeline import GradeSettings
+    from .settings import SOLUTIONS_DIR
+
+    return GradeSettings(
+        assignments=[args.assignment] if args.assignment else None,
+        feedback=not args.no_feedback,
+        jobs=args.jobs,
+        scheduler=args.scheduler,
+        student_pattern=args.student_pattern,
+        cell_timeout=args.cell_timeout,
+        memory_limit=int(args.memory_limit * 2**30) if args.memory_limit > 0 else None,
+        reuse=not args.regrade,
+        sandbox=not args.no_sandbox,
+        gradebook=args.gradebook,
+        course_dir=Path(args.course_dir),
+        roster=roster,
+        deadlines=load_deadlines(COURSE_FILE, list_assignments(SOLUTIONS_DIR)),
+    )
+
+
+def _write_lms_import(report: "GradingReport", roster: "Roster | None", out: Path) -> None:
+    from .course import list_assignments
+    from .grading.models import AssignmentSpec
+    from .grading.reports import LMS_IMPORT_CSV, write_lms_import
+    from .settings import SOLUTIONS_DIR
+
     if roster is None:
-        (Path(args.out) / LMS_IMPORT_CSV).unlink(missing_ok=True)  # an earlier run's, with scores this run did not give
-    else:
-        specs = {name: AssignmentSpec.load(SOLUTIONS_DIR, name) for name in list_assignments(SOLUTIONS_DIR)}
-        lms = write_lms_import(report.grades, specs, roster, Path(args.out))
-        print(f"for the LMS's gradebook import: {lms} (the roster's own columns, then points per assignment)")
+        (out / LMS_IMPORT_CSV).unlink(missing_ok=True)  # an earlier run's, with scores this run did not give
+        return
+    specs = {name: AssignmentSpec.load(SOLUTIONS_DIR, name) for name in list_assignments(SOLUTIONS_DIR)}
+    lms = write_lms_import(report.grades, specs, roster, out)
+    print(f"for the LMS's gradebook import: {lms} (the roster's own columns, then points per assignment)")
+
+
+def _print_outputs(report: "GradingReport", out: Path, seconds: float) -> None:
     reused = f" ({report.reused} unchanged since the last run, not graded again)" if report.reused else ""
-    out = Path(args.out)
-    print(f"\n{len(report.grades)} grade row(s){reused} in {time.monotonic() - started:.0f} s; written to {out / 'grades.csv'}")
+    print(f"\n{len(report.grades)} grade row(s){reused} in {seconds:.0f} s; written to {out / 'grades.csv'}")
     print(f"for the LMS: {out / 'gradebook.csv'}; class summary: {out / 'summary.md'} and {out / 'summary.png'}")
     if report.gradebook:
         export = report.gradebook
@@ -114,7 +137,6 @@ def _grade(args: argparse.Namespace) -> int:
             f"nbgrader gradebook {export.url}: {len(export.written)} graded submission(s), {len(export.not_graded)} handed in but not gradable "
             f"(zeros, with the reason as a comment), {len(export.missing)} missing left out{added}"
         )
-    return 0
 
 
 def _site(args: argparse.Namespace) -> int:
@@ -137,10 +159,8 @@ def _demo(args: argparse.Namespace) -> int:
     return 0
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m autograder", description=__doc__)
-    commands = parser.add_subparsers(dest="command", required=True)
-
+def _add_release(commands: argparse._SubParsersAction) -> None:
+    """``release``: regenerate notebooks/."""
     release = commands.add_parser("release", help="regenerate notebooks/ from solutions/ with nbgrader")
     release.add_argument("--check", action="store_true", help="change nothing; exit 1 and name each stale notebook")
     release.add_argument(
@@ -149,6 +169,9 @@ def main(argv: list[str] | None = None) -> int:
     release.add_argument("--branch", help="the branch Colab opens (with --repo-url; default main)")
     release.set_defaults(run=_release)
 
+
+def _add_grade(commands: argparse._SubParsersAction) -> None:
+    """``grade``: its options, as in the instructors' guide."""
     grade = commands.add_parser("grade", help="autograde a folder with one sub-folder per student")
     grade.add_argument("submissions", help="a folder of student folders, a flat folder of downloaded notebooks, or a .zip of either")
     grade.add_argument("--out", required=True, help="where grades.csv, tests.csv and feedback/ are written")
@@ -202,6 +225,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     grade.set_defaults(run=_grade)
 
+
+def _add_site_and_demo(commands: argparse._SubParsersAction) -> None:
+    """``site`` and ``demo``."""
     site = commands.add_parser("site", help="run the solution notebooks and build a static web site of them for self-learners")
     site.add_argument("--out", default="site", help="where index.html and one page per notebook go (default: site/)")
     site.set_defaults(run=_site)
@@ -211,6 +237,13 @@ def main(argv: list[str] | None = None) -> int:
     demo.add_argument("--quick", action="store_true", help="notebook 01 only (about 10 s instead of 50 s: no Triton kernels)")
     demo.set_defaults(run=_demo)
 
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m autograder", description=__doc__)
+    commands = parser.add_subparsers(dest="command", required=True)
+    _add_release(commands)
+    _add_grade(commands)
+    _add_site_and_demo(commands)
     args = parser.parse_args(argv)
     _require_instructor_tools()
     return args.run(args)

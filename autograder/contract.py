@@ -347,19 +347,12 @@ def _exercises(call: ast.Call, name: str, parameter: str, position: int | None, 
     return position is not None and after > position and not any(isinstance(a, ast.Starred) for a in call.args)
 
 
-def unexercised_options(notebook: dict[str, Any], hidden_only: bool = True) -> list[str]:
-    """Every optional argument of a graded function, or of a graded module's ``__init__`` and ``forward``, that no
-    test cell passes (only their hidden parts, by default): "function(argument)" for each. Graded: what a student
-    writes some of (its definition holds a solution region); given helpers beside it are not.
-
-    A function is called directly (``f(x, scale=2)``), or handed to a check or a measurement (``call(f, x, scale=2)``,
-    ``gradients(f, ...)``, ``trace_kernels(call, f, ...)``): the arguments after it are its own. A module's
-    ``forward`` argument counts when a test that uses the module passes it by keyword. An autograd Function is
-    graded through the function that calls its ``apply``, whose arguments are checked as any function's.
-    """
+def _graded_definitions(notebook: dict[str, Any]) -> tuple[dict[str, ast.FunctionDef], dict[str, ast.ClassDef], dict[str, str]]:
+    """The functions and modules a student writes some of (and the given function that calls a written Function's
+    apply), with each one's cell source."""
     functions: dict[str, ast.FunctionDef] = {}
     modules: dict[str, ast.ClassDef] = {}
-    sources: dict[str, str] = {}  # each graded definition's cell
+    sources: dict[str, str] = {}
     for cell in notebook["cells"]:
         if not is_solution_cell(cell) or is_carried(cell) or is_showcase(cell):
             continue
@@ -370,11 +363,25 @@ def unexercised_options(notebook: dict[str, Any], hidden_only: bool = True) -> l
             for n in body
             if isinstance(n, (ast.FunctionDef, ast.ClassDef)) and "BEGIN SOLUTION" in (ast.get_source_segment(text, n) or "")
         }
-        for node in body:  # what the student writes, and the given function that calls a written Function's apply
+        for node in body:
             if isinstance(node, ast.FunctionDef) and not _is_kernel(node) and (node.name in written or _calls_apply_of(node, written)):
                 functions[node.name], sources[node.name] = node, text
             elif isinstance(node, ast.ClassDef) and not _is_autograd_function(node) and node.name in written:
                 modules[node.name], sources[node.name] = node, text
+    return functions, modules, sources
+
+
+def unexercised_options(notebook: dict[str, Any], hidden_only: bool = True) -> list[str]:
+    """Every optional argument of a graded function, or of a graded module's ``__init__`` and ``forward``, that no
+    test cell passes (only their hidden parts, by default): "function(argument)" for each. Graded: what a student
+    writes some of (its definition holds a solution region); given helpers beside it are not.
+
+    A function is called directly (``f(x, scale=2)``), or handed to a check or a measurement (``call(f, x, scale=2)``,
+    ``gradients(f, ...)``, ``trace_kernels(call, f, ...)``): the arguments after it are its own. A module's
+    ``forward`` argument counts when a test that uses the module passes it by keyword. An autograd Function is
+    graded through the function that calls its ``apply``, whose arguments are checked as any function's.
+    """
+    functions, modules, sources = _graded_definitions(notebook)
     tests = []
     for cell in notebook["cells"]:
         if is_test_cell(cell):

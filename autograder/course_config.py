@@ -43,7 +43,15 @@ def course_config(
 
     c.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE\nraise NotImplementedError()"}
     c.GenerateAssignment.preprocessors = _generate_assignment_steps()
+    _configure_autograde(c, Path(course_root), source_dir, release_dir, limits, report_dir)
+    _configure_feedback(c, Path(course_root), source_dir)
+    return c
 
+
+def _configure_autograde(
+    c: Config, course_root: Path, source_dir: Path | str, release_dir: Path | str, limits: GradingLimits, report_dir: Path | None
+) -> None:
+    """Autograde: admission first, the sealed run with its limits, then nbgrader's own steps."""
     # Grading runs the notebook sealed and decides verdicts in a trusted replay (CONTRACT.md).
     c.SealedExecute.solutions_dir = str(Path(course_root) / source_dir)
     c.SealedExecute.report_dir = str(report_dir or Path(course_root) / "sealed-reports")
@@ -68,6 +76,9 @@ def course_config(
     c.IgnorePattern.enabled = True  # off by default in nbgrader 0.9
     c.IgnorePattern.pattern = IGNORED_STDERR
 
+
+def _configure_feedback(c: Config, course_root: Path, source_dir: Path | str) -> None:
+    """Feedback and every page shown as HTML: hidden tests redacted, student HTML sanitised, math offline."""
     # Feedback goes to students: strip hidden-test code and its tracebacks.
     c.GenerateFeedback.exporter_class = "autograder.nbgrader_ext.feedback.FeedbackHtmlExporter"
     c.GenerateFeedback.preprocessors = [
@@ -83,7 +94,6 @@ def course_config(
     c.HTMLExporter.preprocessors = ["autograder.nbgrader_ext.sanitize.SanitizeStudentHtml"]
     # Feedback explains the graded questions: the discussions the release withheld come back.
     c.RestoreDiscussions.source_dir = str(Path(course_root) / source_dir)
-    return c
 
 
 def _generate_assignment_steps() -> list[Any]:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import sys
 import uuid
 from concurrent.futures import as_completed
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Iterator
 
@@ -26,9 +26,10 @@ from .class_report import write_class_report
 from .deadlines import Deadlines, apply_deadlines
 from .executors import grading_executor
 from .gradebook_export import check_gradebook_url, export_to_gradebook
-from .intake import DEFAULT_STUDENT_PATTERN, Handin, Intake, opened, take_in
+from .intake import DEFAULT_STUDENT_PATTERN, Handin, Intake, Received, opened, take_in
 from .models import (
     AssignmentSpec,
+    GradebookExport,
     Graded,
     GradeRow,
     GradingOptions,
@@ -37,6 +38,7 @@ from .models import (
     Kind,
     Outcome,
     Submission,
+    SubmittedAt,
 )
 from .reports import write_csvs, write_summary
 from .sandbox import sandbox_problem, sandbox_remedy
@@ -47,79 +49,130 @@ FEEDBACK_DIR = "feedback"
 AUTOGRADED_DIR = "autograded"  # OUT/autograded/STUDENT/ASSIGNMENT.ipynb: the graded notebooks, for formgrader
 
 
-def grade(
-    submissions: Path,
-    out: Path,
-    *,
-    assignments: list[str] | None = None,
-    solutions_dir: Path = SOLUTIONS_DIR,
-    feedback: bool = True,
-    progress: bool = True,
-    jobs: int = 1,
-    scheduler: str | None = None,
-    student_pattern: str = DEFAULT_STUDENT_PATTERN,
-    cell_timeout: int = CELL_TIMEOUT_S,
-    memory_limit: int | None = MEMORY_LIMIT_BYTES,
-    reuse: bool = True,
-    sandbox: bool = True,
-    gradebook: str | None = None,
-    course_dir: Path | None = None,
-    roster: list[str] | None = None,
-    deadlines: Deadlines | None = None,
-) -> GradingReport:
+@dataclass(frozen=True)
+class GradeSettings:
+    """Everything ``grade`` may be told, in one object (the command line's options, as data)."""
+
+    assignments: list[str] | None = None  # None: every assignment handed in
+    solutions_dir: Path = SOLUTIONS_DIR
+    feedback: bool = True
+    progress: bool = True
+    jobs: int = 1
+    scheduler: str | None = None  # a Dask scheduler's address
+    student_pattern: str = DEFAULT_STUDENT_PATTERN
+    cell_timeout: int = CELL_TIMEOUT_S
+    memory_limit: int | None = MEMORY_LIMIT_BYTES
+    reuse: bool = True
+    sandbox: bool = True
+    gradebook: str | None = None  # an nbgrader gradebook's SQLAlchemy URL
+    course_dir: Path | None = None  # whose autograded/ gets the graded notebooks (default: the working folder)
+    roster: list[str] | None = None
+    deadlines: Deadlines | None = None
+
+    @property
+    def options(self) -> GradingOptions:
+        """What each worker needs to grade one notebook."""
+        limits = GradingLimits(cell_timeout=self.cell_timeout, memory_bytes=self.memory_limit, sealed=self.sandbox)
+        return GradingOptions(limits, feedback=self.feedback)
+
+
+@dataclass
+class ClassPlan:
+    """What SUBMISSIONS holds, placed: a submission per (student, assignment) pair, and the files placed nowhere."""
+
+    specs: dict[str, AssignmentSpec]  # the assignments graded, in course order
+    pairs: list[tuple[str, str]]  # (student, assignment), in class order
+    todo: list[Submission]
+    unplaced: list[GradeRow]
+    handed_in_at: dict[tuple[str, str], SubmittedAt]
+
+
+def grade(submissions: Path, out: Path, settings: GradeSettings | None = None, **changes: object) -> GradingReport:
     """Grade everything in ``submissions``; write CSVs and feedback under ``out``.
 
-    ``jobs`` > 1 grades in that many local processes, each with its own scratch course;
-    ``scheduler`` (a Dask scheduler address) sends the same tasks to a Dask cluster. With ``gradebook``, the
-    scores go into that nbgrader gradebook and the graded notebooks into ``course_dir``'s (default: the
-    working folder, as nbgrader's) ``autograded/`` folder, for formgrader and ``nbgrader generate_feedback``. The
-    scores and the order of the rows are the same either way. With ``reuse``, a pair whose
-    notebook, solutions, grader code and options are unchanged since the last run into
-    ``out`` keeps its rows and feedback and is not graded again. With a ``roster`` (``read_roster``),
-    every student on it gets a row for every assignment graded, ``missing`` where nothing came in, and
-    a student who handed in but is not on it is graded with a note saying so. With ``deadlines``
-    (``load_deadlines``), a row handed in after its due date loses the late policy's share of its score
-    (the cache keeps the score the tests gave). Local workers are spawned,
-    so a script that passes ``jobs`` > 1 needs the ``if __name__ == "__main__":`` guard.
+    ``settings`` (or its fields, given by name) say how. ``jobs`` > 1 grades in that many local processes,
+    each with its own scratch course; ``scheduler`` (a Dask scheduler address) sends the same tasks to a Dask
+    cluster. The scores and the order of the rows are the same either way. With ``reuse``, a pair whose
+    notebook, solutions, grader code and options are unchanged since the last run into ``out`` keeps its rows
+    and feedback and is not graded again. With a ``roster`` (``read_roster``), every student on it gets a row
+    for every assignment graded, ``missing`` where nothing came in, and a student who handed in but is not on
+    it is graded with a note saying so. With ``deadlines`` (``load_deadlines``), a row handed in after its due
+    date loses the late policy's share of its score (the cache keeps the score the tests gave). With
+    ``gradebook``, the scores go into that nbgrader gradebook and the graded notebooks into ``course_dir``'s
+    ``autograded/`` folder, for formgrader and ``nbgrader generate_feedback``. Local workers are spawned, so a
+    script that passes ``jobs`` > 1 needs the ``if __name__ == "__main__":`` guard.
 
-    Each notebook runs sealed in a bubblewrap sandbox; where none can start, grading refuses
-    unless ``sandbox`` is False (``--no-sandbox``), and then every row says it was unsealed.
-    A health check grades each assignment's known solution before its first submission (once per
-    run), and again on each worker after its last grade; if one fails, the rows of that worker say
-    so, score nothing, and ``HealthCheckFailed`` is raised.
+    Each notebook runs sealed in a bubblewrap sandbox; where none can start, grading refuses unless
+    ``sandbox`` is False (``--no-sandbox``), and then every row says it was unsealed. A health check grades each
+    assignment's known solution before its first submission (once per run), and again on each worker after its
+    last grade; if one fails, the rows of that worker say so, score nothing, and ``HealthCheckFailed`` is raised.
     """
+    settings = replace(settings or GradeSettings(), **changes)  # type: ignore[arg-type]
+    # Now, before grading moves the working folder: relative paths and URLs mean what the instructor meant.
     submissions, out = submissions.resolve(), out.resolve()
-    course_dir = (course_dir or Path.cwd()).resolve()  # now: grading changes the working folder
-    _check_paths(submissions, out, solutions_dir)
-    if gradebook:
-        gradebook = check_gradebook_url(gradebook)  # a relative SQLite path made absolute before any folder changes
-    if sandbox and scheduler is None and (problem := sandbox_problem()):
+    settings = replace(settings, course_dir=(settings.course_dir or Path.cwd()).resolve())
+    settings = _checked(submissions, out, settings)
+    with opened(submissions) as received:
+        plan = _plan(received, settings, submissions)
+    out.mkdir(parents=True, exist_ok=True)
+    cache = GradingCache(out / CACHE_FILE, fingerprint(settings.solutions_dir, settings.options))
+    report, fresh = _reused(cache, plan.todo, settings.reuse)
+    kept = {(g.student_id, g.assignment) for g in report.grades}
+    _clear_stale(out / FEEDBACK_DIR, kept, "*/*.html")
+    _clear_stale(out / AUTOGRADED_DIR, kept, "*/*.ipynb")
+    finished, failure = _grade_fresh(fresh, plan, settings, done=report.reused)
+    for graded in finished:
+        _record(graded, report, cache, out)
+    cache.save()
+    in_class_order(report, plan.pairs, plan.specs)
+    report.grades = apply_deadlines(report.grades, plan.handed_in_at, settings.deadlines or Deadlines()) + plan.unplaced
+    _write_reports(report, plan, out)
+    if failure is not None:
+        raise failure
+    if settings.gradebook:
+        report.gradebook = _export(report, settings, out)
+    return report
+
+
+def _checked(submissions: Path, out: Path, settings: GradeSettings) -> GradeSettings:
+    """``settings`` with a relative gradebook path made absolute, once the inputs and the sandbox are checked."""
+    _check_paths(submissions, out, settings.solutions_dir)
+    if settings.gradebook:
+        settings = replace(settings, gradebook=check_gradebook_url(settings.gradebook))
+    if settings.sandbox and settings.scheduler is None and (problem := sandbox_problem()):
         raise ValueError(f"cannot seal the grading runs here: {problem}; {sandbox_remedy(problem)}, or pass --no-sandbox to grade unsealed")
-    known = list_assignments(solutions_dir)
-    unknown = sorted(set(assignments or []) - set(known))
+    known = list_assignments(settings.solutions_dir)
+    unknown = sorted(set(settings.assignments or []) - set(known))
     if unknown:
         raise ValueError(f"unknown assignment(s) {unknown}; the course has {known}")
-    all_specs = {name: AssignmentSpec.load(solutions_dir, name) for name in known}
+    return settings
+
+
+def _plan(received: Received, settings: GradeSettings, submissions: Path) -> ClassPlan:
+    """Place every file received; one submission per (student, assignment) pair of the class."""
+    known = list_assignments(settings.solutions_dir)
+    all_specs = {name: AssignmentSpec.load(settings.solutions_dir, name) for name in known}
     functions = {name: set(spec.functions) for name, spec in all_specs.items()}
-    options = GradingOptions(GradingLimits(cell_timeout=cell_timeout, memory_bytes=memory_limit, sealed=sandbox), feedback=feedback)
+    intake = take_in(received, known, functions, settings.student_pattern)
+    names = settings.assignments or sorted({a for _, a in intake.chosen}) or known
+    students = sorted(set(intake.students) | set(settings.roster or ()))
+    pairs = [(s, n) for s in students for n in names]
+    if not pairs:
+        raise ValueError(f"no notebooks found in {submissions}: it must hold student folders, notebooks or a zip of them")
+    unplaced = [_unplaced_row(h, why, all_specs) for h, why in intake.unplaced]
+    unplaced += [_unplaced_row(h, why, all_specs, Kind.REFUSED) for h, why in intake.unplaced_refused]
+    return ClassPlan(
+        specs={name: all_specs[name] for name in names},
+        pairs=pairs,
+        todo=[_submission(intake, student, name, settings.roster) for student, name in pairs],  # refused: content None
+        unplaced=unplaced,
+        handed_in_at={pair: h.submitted_at for pair, h in intake.chosen.items() if h.submitted_at is not None},
+    )
 
-    with opened(submissions) as received:
-        intake = take_in(received, known, functions, student_pattern)
-        names = assignments or sorted({a for _, a in intake.chosen}) or known
-        specs = {name: all_specs[name] for name in names}
-        students = sorted(set(intake.students) | set(roster or ()))
-        pairs = [(s, n) for s in students for n in names]
-        if not pairs:
-            raise ValueError(f"no notebooks found in {submissions}: it must hold student folders, notebooks or a zip of them")
-        todo = [_submission(intake, student, name, roster) for student, name in pairs]  # a refused pair: content None, notes say why
-        handed_in_at = {pair: h.submitted_at for pair, h in intake.chosen.items() if h.submitted_at is not None}
-        unplaced = [_unplaced_row(h, why, all_specs) for h, why in intake.unplaced]
-        unplaced += [_unplaced_row(h, why, all_specs, Kind.REFUSED) for h, why in intake.unplaced_refused]
 
-    out.mkdir(parents=True, exist_ok=True)
-    cache = GradingCache(out / CACHE_FILE, fingerprint(solutions_dir, options))
-    report = GradingReport()
-    fresh = []
+def _reused(cache: GradingCache, todo: list[Submission], reuse: bool) -> tuple[GradingReport, list[Submission]]:
+    """The rows an earlier run into OUT already gave (nothing they depend on changed), and what is left to grade."""
+    report, fresh = GradingReport(), []
     for submission in todo:
         hit = cache.get(submission) if reuse else None
         if hit is None:
@@ -128,68 +181,77 @@ def grade(
             report.grades.append(hit[0])
             report.tests += hit[1]
             report.reused += 1
-    kept = {(g.student_id, g.assignment) for g in report.grades}
-    _clear_stale(out / FEEDBACK_DIR, kept, "*/*.html")
-    _clear_stale(out / AUTOGRADED_DIR, kept, "*/*.ipynb")
+    return report, fresh
 
-    # A pair with no notebook gets its row here: workers (and their health checks) are for notebooks.
+
+def _grade_fresh(
+    fresh: list[Submission], plan: ClassPlan, settings: GradeSettings, done: int
+) -> tuple[list[Graded], HealthCheckFailed | None]:
+    """Grade what is new: a pair with no notebook here, the rest on the workers. With a failed health check, the
+    rows a broken worker gave, or that no worker gave, are replaced by rows that say so."""
+    specs = plan.specs
     finished: list[Graded] = [_not_read(s, specs[s.assignment]) for s in fresh if s.content is None]
     handed_in = [s for s in fresh if s.content is not None]
-    batch = GradingBatch(snapshot(solutions_dir, names), options, gradebook=empty_gradebook())
+    names = list(specs)
+    batch = GradingBatch(snapshot(settings.solutions_dir, names), settings.options, gradebook=empty_gradebook())
     failure: HealthCheckFailed | None = None
     try:
-        for graded in _run(batch, handed_in, jobs=jobs, scheduler=scheduler, progress=progress, done=report.reused + len(finished)):
-            finished.append(graded)
+        run = _run(
+            batch, handed_in, jobs=settings.jobs, scheduler=settings.scheduler, progress=settings.progress, done=done + len(finished)
+        )
+        finished.extend(run)
     except HealthCheckFailed as failed:
         failure = failed
+    if failure is None:
+        return finished, None
     broken = _broken_workers(failure)
     graded_pairs = {(g.submission.student, g.submission.assignment) for g in finished}
-    for submission in fresh:  # what a broken grader did not, or must not, grade
-        if (submission.student, submission.assignment) not in graded_pairs:
-            finished.append(_unverified(submission, specs[submission.assignment], str(failure)))
-    for graded in finished:
-        from_a_worker = graded.submission.content is not None  # a missing notebook's row needs no grader to vouch for it
-        if (
-            failure is not None
-            and from_a_worker
-            and (graded.worker in broken or "*" in broken)
-            and graded.grade.outcome.kind is not Kind.HEALTH_CHECK_FAILED
-        ):
-            graded = _unverified(graded.submission, specs[graded.submission.assignment], str(failure))
-        grade_row, test_rows = graded.grade, graded.tests
-        for stage, seconds in graded.stages.items():
-            report.stages[stage] = report.stages.get(stage, 0.0) + seconds
-        report.grades.append(grade_row)
-        report.tests += test_rows
-        for folder, filename, content in (
-            *((FEEDBACK_DIR, filename, html) for filename, html in graded.feedback.items()),
-            *([(AUTOGRADED_DIR, f"{grade_row.assignment}.ipynb", graded.autograded)] if graded.autograded else []),
-        ):
-            target = out / folder / grade_row.student_id / filename
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(content)
-        if grade_row.outcome.kind is not Kind.HEALTH_CHECK_FAILED:
-            cache.put(graded.submission, grade_row, test_rows)
-    cache.save()
+    finished += [_unverified(s, specs[s.assignment], str(failure)) for s in fresh if (s.student, s.assignment) not in graded_pairs]
+    vouched = [
+        _unverified(g.submission, specs[g.submission.assignment], str(failure))
+        if g.submission.content is not None  # a missing notebook's row needs no grader to vouch for it
+        and (g.worker in broken or "*" in broken)
+        and g.grade.outcome.kind is not Kind.HEALTH_CHECK_FAILED
+        else g
+        for g in finished
+    ]
+    return vouched, failure
 
-    in_class_order(report, pairs, specs)
-    report.grades = apply_deadlines(report.grades, handed_in_at, deadlines or Deadlines())
-    report.grades += unplaced
+
+def _record(graded: Graded, report: GradingReport, cache: GradingCache, out: Path) -> None:
+    """One graded pair into the report, its files into OUT and its rows into the cache (unless a health check failed)."""
+    grade_row = graded.grade
+    for stage, seconds in graded.stages.items():
+        report.stages[stage] = report.stages.get(stage, 0.0) + seconds
+    report.grades.append(grade_row)
+    report.tests += graded.tests
+    files = [(FEEDBACK_DIR, filename, html) for filename, html in graded.feedback.items()]
+    if graded.autograded:
+        files.append((AUTOGRADED_DIR, f"{grade_row.assignment}.ipynb", graded.autograded))
+    for folder, filename, content in files:
+        target = out / folder / grade_row.student_id / filename
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(content)
+    if grade_row.outcome.kind is not Kind.HEALTH_CHECK_FAILED:
+        cache.put(graded.submission, grade_row, graded.tests)
+
+
+def _write_reports(report: GradingReport, plan: ClassPlan, out: Path) -> None:
     write_csvs(report, out)
-    write_summary(report.grades, report.tests, specs, out)
-    write_class_report(report.grades, report.tests, specs, out, todo)  # similarity reads the notebooks handed in
-    if failure is not None:
-        raise failure
-    if gradebook:
-        autograded = {
-            (row.student_id, row.assignment): path
-            for row in report.grades
-            if (path := out / AUTOGRADED_DIR / row.student_id / f"{row.assignment}.ipynb").is_file()
-        }
-        report.gradebook = export_to_gradebook(
-            gradebook, report.grades, report.tests, solutions_dir, autograded=autograded, course_dir=course_dir
-        )
-    return report
+    write_summary(report.grades, report.tests, plan.specs, out)
+    write_class_report(report.grades, report.tests, plan.specs, out, plan.todo)  # similarity reads the notebooks handed in
+
+
+def _export(report: GradingReport, settings: GradeSettings, out: Path) -> GradebookExport:
+    assert settings.gradebook is not None
+    autograded = {
+        (row.student_id, row.assignment): path
+        for row in report.grades
+        if (path := out / AUTOGRADED_DIR / row.student_id / f"{row.assignment}.ipynb").is_file()
+    }
+    return export_to_gradebook(
+        settings.gradebook, report.grades, report.tests, settings.solutions_dir, autograded=autograded, course_dir=settings.course_dir
+    )
 
 
 def _broken_workers(failure: HealthCheckFailed | None) -> set[str]:
