@@ -10,44 +10,36 @@ correct variant gets full marks.
 
 from __future__ import annotations
 
-from . import (
-    complexity,
-    dot_product_attention,
-    flash_backward,
-    fused_attention,
-    language_model,
-    masking,
-    multi_head_attention,
-    scaled_dot_product_attention,
-    soft_dictionary_lookup,
-)
+import importlib
+
+from ..course import list_assignments
 from .variant import Variant
 
-__all__ = ["Variant", "MISTAKES", "CORRECT_VARIANTS", "CHARGED_THROUGH"]
+__all__ = ["Variant", "MISTAKES", "CORRECT_VARIANTS", "CHARGED_THROUGH", "catalogue_module"]
 
-# assignment -> (mistakes, correct variants)
-MISTAKES: dict[str, list[Variant]] = {
-    "01_soft_dictionary_lookup": soft_dictionary_lookup.MISTAKES,
-    "02_dot_product_attention": dot_product_attention.MISTAKES,
-    "03_scaled_dot_product_attention": scaled_dot_product_attention.MISTAKES,
-    "04_masking": masking.MISTAKES,
-    "05_multi_head_attention": multi_head_attention.MISTAKES,
-    "06_complexity": complexity.MISTAKES,
-    "07_fused_attention": fused_attention.MISTAKES,
-    "08_flash_backward": flash_backward.MISTAKES,
-    "09_language_model": language_model.MISTAKES,
-}
-CORRECT_VARIANTS: dict[str, list[Variant]] = {
-    "01_soft_dictionary_lookup": soft_dictionary_lookup.CORRECT_VARIANTS,
-    "02_dot_product_attention": dot_product_attention.CORRECT_VARIANTS,
-    "03_scaled_dot_product_attention": scaled_dot_product_attention.CORRECT_VARIANTS,
-    "04_masking": masking.CORRECT_VARIANTS,
-    "05_multi_head_attention": multi_head_attention.CORRECT_VARIANTS,
-    "06_complexity": complexity.CORRECT_VARIANTS,
-    "07_fused_attention": fused_attention.CORRECT_VARIANTS,
-    "08_flash_backward": flash_backward.CORRECT_VARIANTS,
-    "09_language_model": language_model.CORRECT_VARIANTS,
-}
+
+def catalogue_module(assignment: str) -> str:
+    """The module that catalogues ``assignment``'s mistakes: its name without the number (``04_masking`` -> ``masking``)."""
+    return assignment.split("_", 1)[1]
+
+
+def _catalogues() -> dict[str, object]:
+    """Each assignment of the course whose catalogue module exists, in course order: a new notebook's module is
+    found by its name, with nothing to register (docs/contributing.md, "Adding a notebook")."""
+    found = {}
+    for assignment in list_assignments():
+        try:
+            found[assignment] = importlib.import_module(f"{__name__}.{catalogue_module(assignment)}")
+        except ModuleNotFoundError as missing:
+            if missing.name != f"{__name__}.{catalogue_module(assignment)}":
+                raise  # the module exists and imports something that does not
+    return found
+
+
+_MODULES = _catalogues()
+# assignment -> its mistakes, and its correct implementations written differently
+MISTAKES: dict[str, list[Variant]] = {assignment: module.MISTAKES for assignment, module in _MODULES.items()}  # type: ignore[attr-defined]
+CORRECT_VARIANTS: dict[str, list[Variant]] = {assignment: module.CORRECT_VARIANTS for assignment, module in _MODULES.items()}  # type: ignore[attr-defined]
 
 # A mistake loses points only on tests that use its own cell's names (tests/test_contract.py checks the table),
 # except here: (assignment, the mistake's cell) -> (the cell whose tests it may also cost, why). autograder/CONTRACT.md

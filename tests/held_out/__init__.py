@@ -9,9 +9,11 @@ a composite the step that first differs).
 
 from __future__ import annotations
 
+import importlib
 from dataclasses import dataclass
 
-from autograder.mistakes import Variant
+from autograder.course import list_assignments
+from autograder.mistakes import Variant, catalogue_module
 
 
 @dataclass(frozen=True)
@@ -20,26 +22,18 @@ class HeldOut:
     says: tuple[str, ...]  # phrases its feedback page must show (HTML-unescaped, whitespace collapsed)
 
 
-from . import (  # noqa: E402 - the data modules use HeldOut
-    complexity,
-    dot_product_attention,
-    flash_backward,
-    fused_attention,
-    language_model,
-    masking,
-    multi_head_attention,
-    scaled_dot_product_attention,
-    soft_dictionary_lookup,
-)
+def _held_out() -> dict[str, list[HeldOut]]:
+    """Per assignment, its module's ``HELD_OUT``: found by the assignment's name without its number, as the catalogue's."""
+    found = {}
+    for assignment in list_assignments():
+        try:
+            module = importlib.import_module(f"{__name__}.{catalogue_module(assignment)}")
+        except ModuleNotFoundError as missing:
+            if missing.name != f"{__name__}.{catalogue_module(assignment)}":
+                raise
+            continue
+        found[assignment] = module.HELD_OUT
+    return found
 
-HELD_OUT: dict[str, list[HeldOut]] = {
-    "01_soft_dictionary_lookup": soft_dictionary_lookup.HELD_OUT,
-    "02_dot_product_attention": dot_product_attention.HELD_OUT,
-    "03_scaled_dot_product_attention": scaled_dot_product_attention.HELD_OUT,
-    "04_masking": masking.HELD_OUT,
-    "05_multi_head_attention": multi_head_attention.HELD_OUT,
-    "06_complexity": complexity.HELD_OUT,
-    "07_fused_attention": fused_attention.HELD_OUT,
-    "08_flash_backward": flash_backward.HELD_OUT,
-    "09_language_model": language_model.HELD_OUT,
-}
+
+HELD_OUT: dict[str, list[HeldOut]] = _held_out()

@@ -1,0 +1,52 @@
+"""docs/contributing.md's "Adding a notebook": every notebook in solutions/ has each file the recipe lists."""
+
+from __future__ import annotations
+
+import importlib
+import re
+from pathlib import Path
+
+import pytest
+
+from autograder.course import list_assignments
+from autograder.mistakes import catalogue_module
+from autograder.settings import REPO_ROOT
+
+RECIPE = "docs/contributing.md, 'Adding a notebook'"
+
+
+def recipe_problems(assignment: str, root: Path = REPO_ROOT) -> list[str]:
+    """What ``assignment`` lacks of the recipe, one sentence each (none when it has everything)."""
+    module = catalogue_module(assignment)
+    problems = []
+    if not (root / "notebooks" / assignment / f"{assignment}.ipynb").is_file():
+        problems.append(f"no notebooks/{assignment}/{assignment}.ipynb: run `python -m autograder release`")
+    for package, names in (("autograder/mistakes", ("MISTAKES", "CORRECT_VARIANTS")), ("tests/held_out", ("HELD_OUT",))):
+        path = root / package / f"{module}.py"
+        if not path.is_file():
+            problems.append(f"no {package}/{module}.py (its {' and '.join(names)})")
+            continue
+        if root == REPO_ROOT:
+            loaded = importlib.import_module(f"{package.replace('tests/', '').replace('/', '.')}.{module}")
+            problems += [f"{package}/{module}.py: {name} is empty" for name in names if not getattr(loaded, name, None)]
+    readme = (root / "README.md").read_text(encoding="utf-8") if (root / "README.md").is_file() else ""
+    if not re.search(rf"^\| {assignment[:2]} \|", readme, re.MULTILINE):
+        problems.append(f"no row '| {assignment[:2]} | …' in README.md's course table")
+    return problems
+
+
+@pytest.mark.parametrize("assignment", list_assignments())
+def test_every_notebook_has_what_the_recipe_lists(assignment: str) -> None:
+    problems = recipe_problems(assignment)
+    assert not problems, f"{assignment} lacks what {RECIPE} lists: " + "; ".join(problems)
+
+
+def test_a_new_notebook_is_told_each_file_it_lacks(tmp_path: Path) -> None:
+    (tmp_path / "solutions" / "10_sparse_attention").mkdir(parents=True)
+    (tmp_path / "README.md").write_text("| 09 | The last one |\n")
+    assert recipe_problems("10_sparse_attention", tmp_path) == [
+        "no notebooks/10_sparse_attention/10_sparse_attention.ipynb: run `python -m autograder release`",
+        "no autograder/mistakes/sparse_attention.py (its MISTAKES and CORRECT_VARIANTS)",
+        "no tests/held_out/sparse_attention.py (its HELD_OUT)",
+        "no row '| 10 | …' in README.md's course table",
+    ]
