@@ -12,16 +12,18 @@ cells end with ``assert check_...(...)``, so the last line of a test cell is alw
 - ``questions``: graded questions (``check_answer_format``, ``check_answer``);
 - ``gpu_checks``: whether a kernel compiles for a real GPU (``check_builds_for_gpu``);
 - ``execution_checks``: what kernels did as they ran (a trace from ``kernel_trace``);
-- ``inputs``: the inputs tests build (``random_tensor``, ``random_shape``, ``nan_padded``).
+- ``inputs``: the inputs tests build (``random_tensor``, ``random_shape``, ``nan_padded``);
+- ``flops`` and ``memory``: the measurements a test may take (``count_flops``, ``peak_tensor_bytes``).
+
+``__all__`` lists exactly these; ``GUARDS`` is for the grader, which flags a submission that imports
+this module in code of its own (a test cell imports it; a student has no need to).
 """
 
 from __future__ import annotations
 
 from .comparisons import (
-    _NOT_TORCHS,
     TOLERANCES,
     Tolerance,
-    _defined_by_torch,
     attention_rounding,
     check_close,
     check_each_close,
@@ -32,19 +34,23 @@ from .comparisons import (
     exp_rounding,
     tolerance,
 )
+from .execution_checks import check_kernel_outputs, check_products_at_most, check_reads_at_most, check_rows_read
+from .flops import count_flops
 from .gpu_checks import check_builds_for_gpu
+from .guards import Guards
 from .inputs import nan_padded, random_shape, random_tensor
+from .memory import peak_tensor_bytes
 from .questions import ANSWER_KINDS, check_answer, check_answer_format
 from .student_calls import call, check_gradcheck, check_no_builtin, check_raises, gradients, output_node, saved_for_backward
 from .tripwires import ForbiddenCallError, forbidden
+
+GUARDS = Guards(module=True)
 
 __all__ = [
     "ANSWER_KINDS",
     "TOLERANCES",
     "ForbiddenCallError",
     "Tolerance",
-    "_NOT_TORCHS",
-    "_defined_by_torch",
     "attention_rounding",
     "call",
     "check_answer",
@@ -54,16 +60,22 @@ __all__ = [
     "check_each_close",
     "check_equal",
     "check_gradcheck",
+    "check_kernel_outputs",
     "check_matches",
     "check_no_builtin",
+    "check_products_at_most",
     "check_raises",
+    "check_reads_at_most",
+    "check_rows_read",
     "check_shape",
+    "count_flops",
     "describe",
     "exp_rounding",
     "forbidden",
     "gradients",
-    "output_node",
     "nan_padded",
+    "output_node",
+    "peak_tensor_bytes",
     "random_shape",
     "random_tensor",
     "saved_for_backward",

@@ -55,9 +55,13 @@ _TRUSTED: dict[str, tuple[Callable[[], Any], Any]] = {
 _TORCH_DIR = os.path.dirname(os.path.realpath(inspect.getfile(torch)))
 
 
-def _defined_by_torch(fn: Any, name: str) -> bool:
+def defined_by_torch(fn: Any, name: str) -> bool:
     """``fn`` is torch's own ``name``: a built-in of the torch module, or a Python function whose code
-    lives in torch's package. A replacement made before this module was imported is neither."""
+    lives in torch's package. A replacement made before this module was imported is neither.
+
+    >>> defined_by_torch(torch.equal, "equal"), defined_by_torch(lambda *a: True, "equal")
+    (True, False)
+    """
     if getattr(fn, "__name__", None) != name:
         return False
     if inspect.isbuiltin(fn):
@@ -66,12 +70,15 @@ def _defined_by_torch(fn: Any, name: str) -> bool:
     return code is not None and os.path.realpath(code.co_filename).startswith(_TORCH_DIR + os.sep)
 
 
-# Checked once, here: what was captured must be torch's, whatever ran before the import.
-_NOT_TORCHS = [name for name, (_, trusted) in _TRUSTED.items() if not _defined_by_torch(trusted, name.rpartition(".")[2])]
+# Checked once, here: what was captured must be torch's, whatever ran before the import. Those that
+# are not make every comparison refuse to run.
+REPLACED_AT_IMPORT: tuple[str, ...] = tuple(
+    name for name, (_, trusted) in _TRUSTED.items() if not defined_by_torch(trusted, name.rpartition(".")[2])
+)
 
 
 def _refuse_tampering(label: str) -> None:
-    replaced = [name for name, (current, trusted) in _TRUSTED.items() if current() is not trusted or name in _NOT_TORCHS]
+    replaced = [name for name, (current, trusted) in _TRUSTED.items() if current() is not trusted or name in REPLACED_AT_IMPORT]
     if replaced:
         _fail(
             label,

@@ -34,6 +34,7 @@ import torch
 
 from . import gpu_compiler
 from .gpu_build import ARCHES  # one table of targets, shared with the compiler process
+from .guards import Guards
 
 DEFAULT_WARPS, DEFAULT_STAGES = 4, 3  # Triton's own defaults for a launch that names none
 
@@ -497,6 +498,11 @@ def launcher_jobs(launcher: Any, *args: Any, arch: str = "sm_90", **kwargs: Any)
 def launcher_builds(launcher: Any, *args: Any, arch: str = "sm_90", **kwargs: Any) -> list[dict[str, Any]]:
     """Every kernel the launcher would start for these arguments, compiled for ``arch``, as plain data."""
     return [build.as_data() for build in run_builds(launcher_jobs(launcher, *args, arch=arch, **kwargs))]
+
+
+# A notebook calls these to see its own builds; rebinding one would forge a build report (the grader
+# compiles for itself, so it gains nothing, but a person should read it).
+GUARDS = Guards(rebinding=("launcher_builds", "build_for_gpu", "build_jobs", "run_builds"))
 
 
 # What notebooks import: ``from course_utils.kernels import launch, tl, triton`` (and KERNELS_NATIVE,

@@ -14,6 +14,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
+from .guards import Guards
+
 
 @contextmanager
 def _stderr_silenced() -> Iterator[None]:
@@ -78,6 +80,15 @@ def time_by_operator(fn: Callable[..., Any], *args: Any, top: int = 8, **kwargs:
 # course's, never the student's, so its kernels are not held against the student.
 STAND_IN_RANGE = "course_utils.stand_in"
 _shields_opened = [0]  # ranges the stand-ins opened: a student's own range of that name is one too many
+
+# A student's own range of that name, or a patched count, would hide a built-in from its check.
+GUARDS = Guards(names=("STAND_IN_RANGE", "_shields_opened"), values=("STAND_IN_RANGE",), module=True)
+
+
+def shields_opened() -> int:
+    """How many stand-in ranges the course has opened in this process (each launch of a stand-in opens one)."""
+    return _shields_opened[0]
+
 
 # The ATen operators that compute each forbidden built-in. A Python-name tripwire misses the other
 # routes (a default argument bound before the test, a closure, ``torch.ops.aten._softmax``,

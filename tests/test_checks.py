@@ -456,18 +456,31 @@ for check in (check_close, check_equal):
     assert done.stdout.count("torch.testing.assert_close, torch.equal was replaced by code in this notebook") == 2, done.stdout
 
 
-def test_the_trusted_comparisons_are_torchs_own() -> None:
-    from course_utils import checks
+def test_checks_exports_every_check_and_no_private_name() -> None:
+    # Test cells import from course_utils.checks: its __all__ is the promise of what they find there.
+    import inspect
 
-    assert checks._NOT_TORCHS == []
-    assert checks._defined_by_torch(torch.equal, "equal") and checks._defined_by_torch(torch.testing.assert_close, "assert_close")
-    assert not checks._defined_by_torch(torch.allclose, "equal"), "torch's, but another function"
-    assert not checks._defined_by_torch(lambda *args: True, "<lambda>")
+    from course_utils import checks, comparisons, execution_checks, gpu_checks, questions, student_calls
+
+    assert [name for name in checks.__all__ if name.startswith("_") or not hasattr(checks, name)] == []
+    for module in (comparisons, student_calls, questions, gpu_checks, execution_checks):
+        defined_here = {name for name, value in vars(module).items() if inspect.isfunction(value) and value.__module__ == module.__name__}
+        assert {name for name in defined_here if name.startswith("check_")} <= set(checks.__all__), module.__name__
+    assert {"call", "count_flops", "peak_tensor_bytes", "random_tensor", "TOLERANCES"} <= set(checks.__all__)
+
+
+def test_the_trusted_comparisons_are_torchs_own() -> None:
+    from course_utils.comparisons import REPLACED_AT_IMPORT, defined_by_torch
+
+    assert REPLACED_AT_IMPORT == ()
+    assert defined_by_torch(torch.equal, "equal") and defined_by_torch(torch.testing.assert_close, "assert_close")
+    assert not defined_by_torch(torch.allclose, "equal"), "torch's, but another function"
+    assert not defined_by_torch(lambda *args: True, "<lambda>")
 
     def assert_close(*args, **kwargs):
         return None
 
-    assert not checks._defined_by_torch(assert_close, "assert_close")
+    assert not defined_by_torch(assert_close, "assert_close")
 
 
 def _private_torch_uses(source: str) -> list[str]:

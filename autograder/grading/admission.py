@@ -22,12 +22,15 @@ from __future__ import annotations
 
 import copy
 import difflib
+import functools
+import importlib
 import re
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Any, Callable
 
 from nbformat.notebooknode import NotebookNode
 
+from course_utils.guards import Guards, declared
 from course_utils.reference import defined_names, is_solution_cell, is_test_cell, nbgrader_meta
 
 from .models import Kind, Submission, SubmissionProblem
@@ -37,21 +40,60 @@ from .models import Kind, Submission, SubmissionProblem
 SAFE_STUDENT_ID = re.compile(r"^(?!\.+$)[A-Za-z0-9@._-]+( [A-Za-z0-9@._-]+)*$")
 
 # Lines that reach into the grader, its helpers or the interpreter's frames. Only lines the
-# student added (not in the released notebook) are flagged.
-INTROSPECTION = re.compile(
-    r"load_solution|COURSE_SOLUTIONS_DIR|course_utils\.(?:reference|recording|checks)\b|course_utils import .*\b(?:reference|recording|checks)\b"
-    r"|\bimportlib\b|__import__|\binspect\b|sys\._getframe|\bf_back\b|\bf_globals\b|\bf_locals\b|gc\.get_objects|globals\(\)\s*\["
+# student added (not in the released notebook) are flagged. The ways in that are not the course's
+# own (Python's and torch's) are written here; the course's internals are declared by the modules
+# that hold them (``GUARDS``, gathered by ``course_utils.guards``) and joined in by ``introspection``.
+GENERIC_INTROSPECTION = (
+    r"\bimportlib\b|__import__|\binspect\b|sys\._getframe|\bf_back\b|\bf_globals\b|\bf_locals\b|gc\.get_objects|globals\(\)\s*\["
     r"|\bsetattr\s*\(|showtraceback|\blinecache\b|__globals__|__code__|\bbuiltins\b"
     # Ways around the tensor-memory counter (course_utils.memory): code its function mode cannot see.
     r"|\btorch\.jit\b|\bjit\.(?:script|trace)\b|DisableTorchFunction|__torch_function__|_pop_mode|_disable_torch_function"
-    # Ways around the built-in check (course_utils.operators): the profiler it reads, and its stand-in range.
-    r"|\bprofiler\b|\brecord_function\b|course_utils\.operators|course_utils\.stand_in\b|STAND_IN_RANGE|_shields_opened"
+    # Ways around the built-in check (course_utils.operators): the profiler it reads.
+    r"|\bprofiler\b|\brecord_function\b"
+    # Rebinding a comparison or a check, in torch or in the course, or defining one of the same name.
     r"|\b(?:torch|np|numpy|checks|course_utils)(?:\.\w+)*\.(?:allclose|isclose|equal|assert_close|testing|check_\w+|call)\s*=(?!=)"
-    # Rebinding how kernels are compiled for a GPU (course_utils.kernels), under any name for the module.
-    r"|\.\s*(?:launcher_builds|build_for_gpu|build_jobs|run_builds)\s*=(?!=)|[\"'](?:launcher_builds|build_for_gpu|build_jobs|run_builds)[\"']\s*\]\s*=(?!=)"
-    r"|^\s*(?:def|class)\s+(?:check_\w+|assert_close|call)\s*[(:]|^\s*(?:check_\w+|assert_close)\s*=(?!=)",
-    re.MULTILINE,
+    r"|^\s*(?:def|class)\s+(?:check_\w+|assert_close|call)\s*[(:]|^\s*(?:check_\w+|assert_close)\s*=(?!=)"
 )
+
+
+def guarded_patterns(module: str, guards: Guards) -> list[str]:
+    """The alternatives that flag a line touching what ``module`` (its full name) declares in ``guards``."""
+    owner = importlib.import_module(module)
+    found = [re.escape(name) for name in guards.names]  # inside a longer word too: it is no less suspect there
+    # A value as a whole (``course_utils.stand_in``, not the module ``course_utils.stand_ins``).
+    found += [rf"{re.escape(getattr(owner, name))}(?!\w)" for name in guards.values]
+    if guards.rebinding:
+        # Under any name for the module: ``k.run_builds = ...`` or ``vars(k)["run_builds"] = ...``; calling one is not flagged.
+        names = "|".join(map(re.escape, guards.rebinding))
+        found += [rf"\.\s*(?:{names})\s*=(?!=)", rf"[\"'](?:{names})[\"']\s*\]\s*=(?!=)"]
+    if guards.module:
+        package, _, leaf = module.rpartition(".")
+        found += [rf"{re.escape(module)}\b", rf"{re.escape(package)} import .*\b{re.escape(leaf)}\b"]
+    return found
+
+
+@functools.lru_cache(maxsize=8)
+def _compiled(alternatives: tuple[str, ...]) -> re.Pattern[str]:
+    return re.compile("|".join(alternatives), re.MULTILINE)
+
+
+def introspection() -> re.Pattern[str]:
+    """The pattern of a line that introspects or patches the grader, from the declarations as they stand now.
+
+    The owners are imported on first use, not when this module is; a declaration changed since (a test
+    renaming a guarded name) gives a pattern of its own.
+    """
+    alternatives = [GENERIC_INTROSPECTION]
+    for module, guards in declared().items():
+        alternatives += guarded_patterns(module, guards)
+    return _compiled(tuple(alternatives))
+
+
+def __getattr__(name: str) -> Any:
+    if name == "INTROSPECTION":  # the pattern as a module attribute, built on first use like ``introspection()``
+        return introspection()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 # What a blocked attempt looks like in the outputs of the sealed run.
 VIOLATION_SIGNS = (
@@ -90,13 +132,14 @@ def read_submission(submission: Submission, assignment: str) -> NotebookNode:
 def review_flags(notebook: NotebookNode, released: NotebookNode) -> list[str]:
     """'where: line' for each line the student added that introspects or patches the grader."""
     known = {line.strip() for cell in released.cells for line in cell.source.splitlines()}
+    pattern = introspection()
     flags = []
     for index, cell in enumerate(notebook.cells):
         if cell.get("cell_type") != "code" or is_test_cell(cell):
             continue  # test cells are the instructor's: nbgrader restores them from the source
         where = nbgrader_meta(cell).get("grade_id") or f"cell {index + 1}"
         for line in cell.source.splitlines():
-            if line.strip() not in known and INTROSPECTION.search(line):
+            if line.strip() not in known and pattern.search(line):
                 flags.append(f"{where}: {line.strip()[:100]!r}")
     return flags
 
