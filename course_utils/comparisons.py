@@ -10,7 +10,7 @@ from __future__ import annotations
 import inspect
 import os
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, NoReturn, Sequence
 
 import torch
 import torch.testing
@@ -151,7 +151,7 @@ class CheckFailed(AssertionError):
         super().__init__("\n".join([*lines, f"  hint: {hint}"] if hint else lines))
 
 
-def _fail(label: str, problem: str, *, inputs: dict[str, Any] | None, hint: str) -> None:
+def _fail(label: str, problem: str, *, inputs: dict[str, Any] | None, hint: str) -> NoReturn:
     raise CheckFailed(label, problem, tuple((name, describe(value)) for name, value in (inputs or {}).items()), hint)
 
 
@@ -200,18 +200,31 @@ def check_close(
             inputs=inputs,
             hint=hint or "keep the input's dtype: avoid creating new tensors with the default dtype.",
         )
-    tol = tolerance(expected.dtype)
-    rtol = tol.rtol if rtol is None else rtol
-    atol = tol.atol if atol is None else atol
-    if rounding is not None:
-        rtol, atol = rtol + rounding.rtol, atol + rounding.atol
+    rtol, atol = _allowed(expected.dtype, rtol, atol, rounding)
     try:
         _assert_close(actual, expected, rtol=rtol, atol=atol, equal_nan=True, check_dtype=False)
         return True
     except AssertionError:
         pass
+    # Not close: say how, in float64 on the CPU, NaN first (a NaN has no error to measure).
     got = actual.detach().to(torch.float64).cpu()
     want = expected.detach().to(torch.float64).cpu()
+    _refuse_misplaced_nan(got, want, label=label, inputs=inputs, hint=hint)
+    _fail_at_largest_error(got, want, rtol, atol, label=label, inputs=inputs, hint=hint)
+
+
+def _allowed(dtype: torch.dtype, rtol: float | None, atol: float | None, rounding: Tolerance | None) -> tuple[float, float]:
+    """``(rtol, atol)``: the dtype's own unless given, widened by what the inputs' rounding allows."""
+    tol = tolerance(dtype)
+    rtol = tol.rtol if rtol is None else rtol
+    atol = tol.atol if atol is None else atol
+    if rounding is not None:
+        rtol, atol = rtol + rounding.rtol, atol + rounding.atol
+    return rtol, atol
+
+
+def _refuse_misplaced_nan(got: torch.Tensor, want: torch.Tensor, *, label: str, inputs: dict[str, Any] | None, hint: str) -> None:
+    """Fail if NaN is missing where it was expected, or present where a number was."""
     missing_nan = torch.isnan(want) & ~torch.isnan(got)
     if missing_nan.any():
         where = tuple(int(i) for i in missing_nan.nonzero()[0])
@@ -228,6 +241,12 @@ def check_close(
             inputs=inputs,
             hint=hint,
         )
+
+
+def _fail_at_largest_error(
+    got: torch.Tensor, want: torch.Tensor, rtol: float, atol: float, *, label: str, inputs: dict[str, Any] | None, hint: str
+) -> NoReturn:
+    """Fail naming how many entries are outside the tolerance, and the worst of them."""
     error = (got - want).abs().nan_to_num(nan=0.0, posinf=float("inf"))
     error = torch.where(got == want, torch.zeros_like(error), error)  # inf == inf is no error
     allowed = atol + rtol * want.abs()
@@ -242,7 +261,6 @@ def check_close(
         inputs=inputs,
         hint=hint,
     )
-    return False  # not reached: _fail raises
 
 
 def check_each_close(

@@ -170,6 +170,25 @@ class _Tracer:
                 program["reads"].setdefault(tensor.name, []).append(inside)
                 break  # tensors sharing a storage: the first argument gets the reads
 
+    def dotted(self, builder: Any) -> None:
+        program = self.program(builder)
+        if program is not None:
+            program["dots"] += 1
+
+    def wrote(self, ptrs: Any, mask: Any) -> None:
+        """Keep what a store left at each address it wrote, read back from memory (after an atomic, the result)."""
+        from triton.runtime import interpreter
+
+        addresses = _masked_addresses(ptrs, mask)
+        if not addresses.size:
+            return
+        dtype = interpreter._get_np_dtype(ptrs.get_element_ty())
+        now = interpreter._interpreter.load(
+            addresses.astype(np.uint64), np.ones(addresses.shape, bool), np.zeros(addresses.shape, dtype), dtype
+        )
+        kernel = self.current.kernel if self.current is not None else ""
+        self.stored.append((addresses, np.asarray(now, dtype=np.float64), kernel))
+
 
 def _masked_addresses(ptrs: Any, mask: Any) -> np.ndarray:
     addresses = np.asarray(ptrs.data).astype(np.int64)
@@ -177,8 +196,27 @@ def _masked_addresses(ptrs: Any, mask: Any) -> np.ndarray:
     return addresses[lanes].ravel()
 
 
+def _launch_of(executor: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> _Launch:
+    """A launch as it starts: its kernel, tensor arguments, integer constexprs and grid (a grid function's comes after)."""
+    bound = inspect.signature(executor.fn).bind_partial(*args, **{k: v for k, v in kwargs.items() if k in executor.arg_names})
+    launch = _Launch(getattr(executor.fn, "__name__", "kernel"))
+    for name, value in bound.arguments.items():
+        value = getattr(value, "base", value) if type(value).__name__ == "TensorWrapper" else value
+        if isinstance(value, torch.Tensor):
+            storage = value.untyped_storage()
+            launch.tensors.append(_Tensor(name, value, storage.data_ptr(), storage.data_ptr() + storage.nbytes()))
+        elif name in executor.constexprs and isinstance(value, (bool, int)):
+            launch.constexprs[name] = int(value)
+        elif type(value).__name__ == "constexpr" and isinstance(value.value, (bool, int)):
+            launch.constexprs[name] = int(value.value)
+    if not callable(executor.grid):
+        launch.grid = tuple(int(g) for g in (*executor.grid, 1, 1, 1)[:3])  # type: ignore[assignment]
+    return launch
+
+
 @contextlib.contextmanager
 def _instrumented() -> Iterator[_Tracer]:
+    """Triton's interpreter with its loads, stores, atomics, products and launches reported to a tracer, while the block runs."""
     from triton.runtime import interpreter
 
     builder = interpreter.interpreter_builder
@@ -190,53 +228,28 @@ def _instrumented() -> Iterator[_Tracer]:
         tracer.loaded(builder, _masked_addresses(ptrs, mask))
         return load(ptrs, mask, other, *rest, **named)
 
-    def note_store(ptrs: Any, mask: Any) -> None:
-        addresses = _masked_addresses(ptrs, mask)
-        if addresses.size:
-            dtype = interpreter._get_np_dtype(ptrs.get_element_ty())
-            now = interpreter._interpreter.load(
-                addresses.astype(np.uint64), np.ones(addresses.shape, bool), np.zeros(addresses.shape, dtype), dtype
-            )
-            kernel = tracer.current.kernel if tracer.current is not None else ""
-            tracer.stored.append((addresses, np.asarray(now, dtype=np.float64), kernel))
-
     def masked_store(ptrs: Any, value: Any, mask: Any, *rest: Any, **named: Any) -> Any:
         result = store(ptrs, value, mask, *rest, **named)
-        note_store(ptrs, mask)
+        tracer.wrote(ptrs, mask)
         return result
 
     def atomic_rmw(op: Any, ptr: Any, val: Any, mask: Any, *rest: Any, **named: Any) -> Any:
         result = rmw(op, ptr, val, mask, *rest, **named)
-        note_store(ptr, mask)
+        tracer.wrote(ptr, mask)
         return result
 
     def counted_dot(*args: Any, **kwargs: Any) -> Any:
-        program = tracer.program(builder)
-        if program is not None:
-            program["dots"] += 1
+        tracer.dotted(builder)
         return dot(*args, **kwargs)
 
     def traced_run(executor: Any, *args: Any, **kwargs: Any) -> Any:
-        bound = inspect.signature(executor.fn).bind_partial(*args, **{k: v for k, v in kwargs.items() if k in executor.arg_names})
-        launch = _Launch(getattr(executor.fn, "__name__", "kernel"))
-        for name, value in bound.arguments.items():
-            value = getattr(value, "base", value) if type(value).__name__ == "TensorWrapper" else value
-            if isinstance(value, torch.Tensor):
-                storage = value.untyped_storage()
-                launch.tensors.append(_Tensor(name, value, storage.data_ptr(), storage.data_ptr() + storage.nbytes()))
-            elif name in executor.constexprs and isinstance(value, (bool, int)):
-                launch.constexprs[name] = int(value)
-            elif type(value).__name__ == "constexpr" and isinstance(value.value, (bool, int)):
-                launch.constexprs[name] = int(value.value)
-        grid = executor.grid
-        if not callable(grid):
-            launch.grid = tuple(int(g) for g in (*grid, 1, 1, 1)[:3])  # type: ignore[assignment]
+        grid, launch = executor.grid, _launch_of(executor, args, kwargs)
         saved, tracer.current = tracer.current, launch
         tracer.launches.append(launch)
         try:
             return run(executor, *args, **kwargs)
         finally:
-            if callable(grid):
+            if callable(grid):  # known once the interpreter has called it
                 launch.grid = tuple(int(g) for g in builder.grid_dim)  # type: ignore[assignment]
             tracer.current = saved
 

@@ -233,6 +233,13 @@ def test_check_close_reports_numbers_where_nan_was_expected() -> None:
         check_close(torch.tensor([0.0, 1.0]), torch.tensor([0.0, float("nan")]), label="nan expected")
 
 
+def test_check_close_reports_nan_where_a_number_was_expected() -> None:
+    with pytest.raises(AssertionError, match=r"1 of 3 entries are NaN where a number was expected \(first at index \(1,\), expected 2\)"):
+        check_close(torch.tensor([1.0, float("nan"), 3.0]), torch.tensor([1.0, 2.0, 3.0]), label="nan returned")
+    with pytest.raises(AssertionError, match=r"1 of 1 entries differ; largest error inf at index \(\): got inf, expected 1"):
+        check_close(torch.tensor(float("inf")), torch.tensor(1.0), label="a scalar")
+
+
 def test_call_reports_a_students_own_assertion_as_a_failure_of_the_call() -> None:
     def asserts(x):
         assert x > 0, "x must be positive"
