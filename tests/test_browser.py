@@ -6,12 +6,6 @@ Headless Chromium (``tests/browser_page.py``); without it these tests skip, exce
 from __future__ import annotations
 
 import os
-import secrets
-import socket
-import subprocess
-import sys
-import time
-import urllib.request
 from pathlib import Path
 from typing import Iterator
 
@@ -19,6 +13,7 @@ import nbformat
 import pytest
 from browser_page import PageWatch, chromium, needs_chromium
 from helpers import ASSIGNMENTS, ColabRuns
+from local_server import jupyter_server
 
 from autograder.site import build_site
 from autograder.submissions import released, solved
@@ -94,12 +89,6 @@ def test_pages_have_no_script_and_navigation_above_and_below(site: Path, browser
 IN_VIEW = ".jp-NotebookPanel:not(.lm-mod-hidden)"  # the notebook tab in front
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def jupyterlab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str, Path]]:
     """JupyterLab on localhost, in the course environment, serving a folder with a student's notebooks."""
@@ -107,7 +96,6 @@ def jupyterlab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, 
     nbformat.write(released(FIRST), root / f"{FIRST}.ipynb")
     (root / "solved").mkdir()
     nbformat.write(solved(FIRST), root / "solved" / f"{FIRST}.ipynb")
-    port, token = free_port(), secrets.token_hex(16)
     settings = root.parent / "lab-settings"  # no windowing: every cell's output is in the page
     (settings / "@jupyterlab" / "notebook-extension").mkdir(parents=True)
     (settings / "@jupyterlab" / "notebook-extension" / "tracker.jupyterlab-settings").write_text('{"windowingMode": "none"}')
@@ -118,39 +106,8 @@ def jupyterlab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, 
         "JUPYTERLAB_WORKSPACES_DIR": str(root.parent / "workspaces"),
     }  # no tabs restored from an earlier run
     env.pop("NBGRADER_EXECUTION", None)
-    server = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "jupyterlab",
-            "--no-browser",
-            f"--port={port}",
-            "--ServerApp.ip=127.0.0.1",
-            f"--IdentityProvider.token={token}",
-            f"--ServerApp.root_dir={root}",
-            "--LabApp.expose_app_in_browser=True",
-            "--allow-root",
-        ],
-        env=env,
-        cwd=root,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                urllib.request.urlopen(f"{base}/api/status?token={token}", timeout=2)
-                break
-            except OSError:
-                if time.monotonic() > deadline or server.poll() is not None:
-                    raise RuntimeError("JupyterLab did not start") from None
-                time.sleep(0.5)
+    with jupyter_server(root, env, "--LabApp.expose_app_in_browser=True") as (base, token):
         yield base, token, root
-    finally:
-        server.terminate()
-        server.wait(timeout=20)
 
 
 def open_notebook(browser, base: str, token: str, path: str) -> PageWatch:

@@ -19,6 +19,7 @@ import re
 import shutil
 import subprocess
 import sys
+import urllib.request
 import uuid
 import zipfile
 from dataclasses import dataclass
@@ -27,6 +28,7 @@ from typing import Iterator
 
 import nbformat
 import pytest
+from local_server import jupyter_server
 
 from autograder.grading.models import AssignmentSpec
 from autograder.mistakes import MISTAKES
@@ -194,6 +196,11 @@ def test_the_instructors_term_runs_as_written(course: Path) -> None:
         assert lost == ["softmax"], comments  # on the cell the failed tests use, with the misconception named
         assert gradebook.find_assignment(ASSIGNMENT).duedate.isoformat() == "2026-12-01T23:59:00"
         assert gradebook.find_submission(ASSIGNMENT, "carol").extension is not None
+        submission_id = notebook.id
+    with jupyter_server(course, env) as (base, token):  # formgrader, as the guide's Formgrader tab serves it
+        with urllib.request.urlopen(f"{base}/formgrader/submissions/{submission_id}/?token={token}", timeout=60) as page:
+            html = page.read().decode("utf-8")
+    assert page.status == 200 and '<span class="nf">softmax</span>' in html  # bob's graded notebook, opened (a 404 if missing)
 
     # Feedback through the exchange; the LMS import holds the roster's rows with the points after the penalty.
     for student in HANDED_IN:
