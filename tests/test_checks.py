@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import warnings
+from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 import torch
@@ -320,6 +323,18 @@ def test_needs_turns_a_stub_into_a_note_and_lets_real_errors_through(capsys: pyt
         1 / 0
 
 
+@contextlib.contextmanager
+def recorded_into(path: Path, graded: list[str], namespace: dict) -> Iterator[None]:
+    """Record as the sealed run does while the block runs, then live again: ``replaying`` puts back the
+    mode it found when it ends (the live one here), whatever the block started inside it."""
+    from course_utils import recording
+
+    with recording.replaying({}):
+        recording.start_recording(str(path), graded, namespace)
+        yield
+    assert recording.mode() is recording.Mode.LIVE
+
+
 def test_a_question_is_recorded_in_the_sealed_run_and_graded_in_the_replay(tmp_path) -> None:
     from course_utils import recording
     from course_utils.checks import check_answer, check_answer_format
@@ -339,12 +354,9 @@ def test_a_question_is_recorded_in_the_sealed_run_and_graded_in_the_replay(tmp_p
         "check_answer": check_answer,
         "check_answer_format": check_answer_format,
     }
-    try:
-        recording.start_recording(str(record), ["answer_score_bytes", "answer_which_key"], namespace)
+    with recorded_into(record, ["answer_score_bytes", "answer_which_key"], namespace):
         recording.begin_cell("test_q")
         exec(test, namespace)  # the sealed run compares nothing: a wrong answer passes here
-    finally:
-        recording._state = recording._State()
     events = recording.read_record(record.read_bytes())
     assert [e["op"] for e in events["test_q"]] == ["call:answer"] * 3  # an answer crosses as plain data (a NumPy array becomes a tensor)
     replay = {name: recording.Placeholder(name) for name in ("answer_score_bytes", "answer_which_key")}
@@ -366,12 +378,9 @@ def test_a_numbers_question_records_against_a_withheld_solution(tmp_path) -> Non
         return [0.125, 0.25, 0.625]
 
     namespace = {"answer_weights": answer_weights}
-    try:
-        recording.start_recording(str(tmp_path / "record"), ["answer_weights"], namespace)
+    with recorded_into(tmp_path / "record", ["answer_weights"], namespace):
         recording.begin_cell("test_q")
         assert check_answer(answer_weights, recording.Withheld().answer_weights(), kind="numbers", hint="h")
-    finally:
-        recording._state = recording._State()
     events = recording.read_record((tmp_path / "record").read_bytes())
     with recording.replaying(events):
         recording.begin_cell("test_q")

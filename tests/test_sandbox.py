@@ -3,7 +3,13 @@
 from __future__ import annotations
 
 import json
+import os
 import struct
+import subprocess
+import sys
+import tempfile
+import venv
+from pathlib import Path
 
 import nbformat
 import pytest
@@ -86,14 +92,29 @@ def printed(source: str) -> dict:
 
 def test_a_submission_leaves_nothing_for_the_next_and_cannot_reach_the_runner() -> None:
     attacked = printed(ATTACK)
-    runner = next(r for key, r in sandbox._runners.items() if key[1])
+    runners = sealed_runners()
+    assert runners, "no sealed runner is running"
     assert attacked["parent"] == 0, "the runner is visible as the parent of the student's process"
     assert attacked["outside"] >= 2, "the attack saw no process outside its namespace to try"
     assert attacked["reached"] == [], f"the student's process could open {attacked['reached']}"
 
     seen = printed(LOOK)
     assert seen == {"planted": [], "environment": False, "torch patched": False, "processes": []}, seen
-    assert next(r for key, r in sandbox._runners.items() if key[1]) is runner and runner.process.poll() is None, "the runner was replaced"
+    assert sealed_runners() == runners, "the runner was replaced"
+
+
+def sealed_runners() -> set[int]:
+    """This process's live sealed runners (a bwrap that serves ``/grader/sealed_run.py``), as the system lists them."""
+    found = set()
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            state, parent = stat.read_text().rpartition(")")[2].split()[:2]
+            command = (stat.parent / "cmdline").read_bytes().split(b"\0")
+        except (OSError, ValueError):
+            continue  # gone while we looked
+        if int(parent) == os.getpid() and state != "Z" and command[0].endswith(b"bwrap") and b"/grader/sealed_run.py" in command:
+            found.add(int(stat.parent.name))
+    return found
 
 
 SCAN = """
@@ -181,17 +202,24 @@ def test_a_cell_that_kills_its_process_ends_the_run_and_the_runner_carries_on() 
     assert printed("print(json.dumps({'alive': True}))") == {"alive": True}
 
 
-def test_a_python_under_tmp_is_refused_with_the_reason(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_python_under_tmp_is_refused_with_the_reason(repo_root: Path) -> None:
     # Every sealed run mounts an empty /tmp of its own, so a checkout and venv under /tmp would vanish
     # mid-run (found with a clone in /tmp: every notebook scored 0 and the health check stopped the run).
-    from pathlib import Path
-
-    monkeypatch.setattr(sandbox, "_python_paths", lambda: [Path("/usr"), Path("/tmp/clone/.venv")])
-    sandbox_problem.cache_clear()  # the answer is cached for the process: ask afresh, and forget it after
-    found = sandbox_problem()
-    sandbox_problem.cache_clear()
-    assert found == (
-        "/tmp/clone/.venv is under /tmp, which every sealed run replaces with an empty one; keep the checkout and its venv elsewhere"
+    # A venv made under /tmp, with this venv's packages on its path, asks the grader whether it can seal.
+    with tempfile.TemporaryDirectory(dir="/tmp") as scratch:
+        under_tmp = Path(scratch).resolve() / "venv"
+        venv.create(under_tmp, with_pip=False, symlinks=True)
+        packages = [str(repo_root), *(p for p in sys.path if p.endswith("site-packages"))]
+        asked = subprocess.run(
+            [str(under_tmp / "bin" / "python"), "-c", "from autograder.grading.sandbox import sandbox_problem; print(sandbox_problem())"],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env={**os.environ, "PYTHONPATH": os.pathsep.join(packages)},
+        )
+    assert asked.returncode == 0, asked.stderr
+    assert asked.stdout.strip() == (
+        f"{under_tmp} is under /tmp, which every sealed run replaces with an empty one; keep the checkout and its venv elsewhere"
     )
 
 
@@ -245,8 +273,6 @@ def test_a_cell_that_ignores_the_alarm_is_stopped_by_the_grader_near_its_limit(m
 def test_a_sealed_run_imports_the_graders_own_course_utils() -> None:
     # A venv with the course installed from another checkout imports that checkout's course_utils in isolation; the
     # sandbox sees only this one (bound at its path), so the runner puts it first: the two sides share one protocol.
-    from pathlib import Path
-
     import course_utils
 
     seen = printed(
