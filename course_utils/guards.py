@@ -45,7 +45,7 @@ def missing_names(declarations: dict[str, Guards] | None = None) -> list[str]:
     missing = []
     for owner, guards in (declared() if declarations is None else declarations).items():
         module = importlib.import_module(owner)
-        for name in (*guards.names, *guards.rebinding, *guards.values):
+        for name in dict.fromkeys((*guards.names, *guards.rebinding, *guards.values)):  # each once, in order
             if not hasattr(module, name):
                 missing.append(f"{owner}.{name}")
         missing += [f"{owner}.{name} (not a string)" for name in guards.values if not isinstance(getattr(module, name, ""), str)]
