@@ -446,7 +446,7 @@ def student_id_note(notebook: Mapping[str, Any], student: str) -> str:
     if not declares_student_id(notebook):
         return ""
     found = notebook_student_id(notebook)
-    if found is not None and normalised_id(found) == normalised_id(student):
-        return ""
-    said = "not set to a string" if found is None else "empty" if not found.strip() else repr(found[:60])
+    if found is not None and normalised_id(found) in ("", normalised_id(student)):
+        return ""  # the graded id or none at all: an empty id says nothing of whose answers these are
+    said = "not set to a string" if found is None else repr(found[:60])
     return f"the notebook's STUDENT_ID is {said}, not this submission's student {student!r}: graded against {student!r}'s values"
