@@ -17,7 +17,7 @@ import pytest
 from autograder.course import empty_gradebook
 from autograder.grading.cache import GradingCache
 from autograder.grading.models import AssignmentSpec, Graded, GradeRow, GradingReport, HealthCheckFailed, Kind, Outcome, Submission, TestRow
-from autograder.grading.pipeline import _in_pool, in_class_order
+from autograder.grading.pipeline import grade_in_pool, in_class_order
 from autograder.grading.scheduling import ChunkQueue, chunk_size
 from autograder.settings import put_environment_on_path
 
@@ -155,7 +155,7 @@ def test_every_worker_is_checked_after_its_last_grade_and_every_submission_grade
     todo = _class({"01_a": 9, "02_b": 5, "03_c": 6})
     with ThreadPoolExecutor(2) as executor:
         batch = _Batch([])
-        results = list(_in_pool(executor, 2, batch, todo, _Bar(), local=True))
+        results = list(grade_in_pool(executor, 2, batch, todo, _Bar(), local=True))
     assert sorted((r.submission.student, r.submission.assignment) for r in results) == sorted((s.student, s.assignment) for s in todo)
     for worker in {w for kind, w, _ in batch.log if kind == "graded"}:
         last_grade = max(i for i, (kind, w, _) in enumerate(batch.log) if kind == "graded" and w == worker)
@@ -166,14 +166,14 @@ def test_each_assignment_is_checked_once_per_run_before_grading() -> None:
     todo = _class({"01_a": 9, "02_b": 5, "03_c": 6})
     with ThreadPoolExecutor(2) as executor:
         batch = _Batch([])
-        list(_in_pool(executor, 2, batch, todo, _Bar(), local=True))
+        list(grade_in_pool(executor, 2, batch, todo, _Bar(), local=True))
     starts = [assignment for kind, _, assignment in batch.log if kind == "start check"]
     assert sorted(starts) == ["01_a", "02_b", "03_c"], batch.log  # once each, not once per worker
 
 
 def test_a_failed_end_check_stops_the_pool_run() -> None:
     with ThreadPoolExecutor(2) as executor, pytest.raises(HealthCheckFailed):
-        list(_in_pool(executor, 2, _Batch([], check_fails=True), _class({"01_a": 3}), _Bar(), local=True))
+        list(grade_in_pool(executor, 2, _Batch([], check_fails=True), _class({"01_a": 3}), _Bar(), local=True))
 
 
 def test_a_tls_scheduler_without_certificates_is_refused_with_what_to_give() -> None:

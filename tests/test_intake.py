@@ -170,7 +170,7 @@ def test_a_cell_of_megabytes_is_not_compared_word_by_word(monkeypatch: pytest.Mo
     fixed, repairs = repair(notebook, released(FIRST))
     assert grade_ids(fixed) == _with_none_at(solved(FIRST), 3, len(huge))  # every cell still found; the huge ones stay ordinary
     assert not repairs.deleted_tests and not repairs.missing_functions
-    longest_released = max(len(admission._tokens(c)) for c in released(FIRST).cells)
+    longest_released = max(len(admission.cell_tokens(c)) for c in released(FIRST).cells)
     assert compared and max(compared) <= 4 * longest_released, f"a comparison read {max(compared)} tokens"
 
 

@@ -12,8 +12,8 @@ import torch
 
 from autograder.grading.models import Kind, SubmissionProblem
 from autograder.grading.run_report import REPORT_SCHEMA, ReportInvalid, RunReport, read_run_report
-from autograder.grading.verdicts import Status, Verdict, _run_test
-from autograder.grading.worker import _run_report
+from autograder.grading.verdicts import Status, Verdict, run_test
+from autograder.grading.worker import checked_run_report
 from course_utils import recording
 from course_utils.checks import check_close
 
@@ -88,22 +88,22 @@ def test_a_forged_report_grades_nothing_and_says_why(tmp_path: Path) -> None:
     report.parent.mkdir(parents=True)
     report.write_text(forged(verdicts="all passed"))
     with pytest.raises(SubmissionProblem) as problem:
-        _run_report(FakeCourse(tmp_path), "ada", "01_x")
+        checked_run_report(FakeCourse(tmp_path), "ada", "01_x")
     assert problem.value.kind is Kind.INVALID_RESULT and "did not validate" in problem.value.reason
     report.unlink()
     with pytest.raises(SubmissionProblem, match="did not validate"):
-        _run_report(FakeCourse(tmp_path), "ada", "01_x")  # missing
+        checked_run_report(FakeCourse(tmp_path), "ada", "01_x")  # missing
     report.write_text(RunReport(sealed=True, ended="completed", invalid="a b'Z' frame: unknown frame kind").to_json())
     with pytest.raises(SubmissionProblem, match="outside the grading protocol"):
-        _run_report(FakeCourse(tmp_path), "ada", "01_x")
+        checked_run_report(FakeCourse(tmp_path), "ada", "01_x")
     report.write_text(REPORT.to_json())
-    assert read_run_report(report) == _run_report(FakeCourse(tmp_path), "ada", "01_x") == REPORT
+    assert read_run_report(report) == checked_run_report(FakeCourse(tmp_path), "ada", "01_x") == REPORT
 
 
 def test_a_failed_check_reaches_the_verdict_as_data() -> None:
     namespace = {"check_close": check_close, "torch": torch}
     code = "x = torch.tensor([1.0, 2.0])\nassert check_close(x + 1, x, label='f(x)', inputs={'x': x}, hint='add nothing')"
-    verdict = _run_test("test_f", code, namespace)
+    verdict = run_test("test_f", code, namespace)
     assert (verdict.status, verdict.label, verdict.hint) == (Status.FAILED, "f(x)", "add nothing")
     assert verdict.inputs[0][0] == "x" and "1." in verdict.inputs[0][1]
     assert verdict.problem and verdict.problem in verdict.message and "hint: add nothing" in verdict.message
@@ -114,11 +114,11 @@ def test_an_unwritten_function_is_named_by_the_verdict() -> None:
         raise NotImplementedError
 
     namespace = {"softmax": softmax, "torch": torch, "call": __import__("course_utils.checks", fromlist=["call"]).call}
-    verdict = _run_test("test_softmax", "call(softmax, torch.ones(2), label='softmax(ones)')", namespace)
+    verdict = run_test("test_softmax", "call(softmax, torch.ones(2), label='softmax(ones)')", namespace)
     assert (verdict.status, verdict.function) == (Status.NOT_WRITTEN, "softmax")
     assert isinstance(recording.NotWritten("m", "f"), AssertionError)
-    assert _run_test("test_ok", "assert True", {}) == Verdict("test_ok", True)
-    assert _run_test("test_bad", "1 / 0", {}).status is Status.ERROR
+    assert run_test("test_ok", "assert True", {}) == Verdict("test_ok", True)
+    assert run_test("test_bad", "1 / 0", {}).status is Status.ERROR
 
 
 def _frame(payload: bytes) -> bytes:

@@ -189,13 +189,13 @@ def _normalized(source: str) -> str:
 TOKEN = re.compile(r"\w+|\S")
 
 
-def _tokens(cell: NotebookNode) -> list[str]:
+def cell_tokens(cell: NotebookNode) -> list[str]:
     """A cell's words and symbols: compared as sequences, they cost far less than characters."""
     return TOKEN.findall(str(cell.get("source", "")))
 
 
 def _similarity(
-    released: NotebookNode, candidate: NotebookNode, at_least: float, tokens: Callable[[NotebookNode], list[str]] = _tokens
+    released: NotebookNode, candidate: NotebookNode, at_least: float, tokens: Callable[[NotebookNode], list[str]] = cell_tokens
 ) -> float:
     """How alike the two cells are, from 0 to 1; 0 for any below ``at_least`` (then not worked out).
 
@@ -233,7 +233,7 @@ def restore_metadata(submission: NotebookNode, released: NotebookNode) -> list[s
 
     def tokens(cell: NotebookNode) -> list[str]:
         if id(cell) not in known:
-            known[id(cell)] = _tokens(cell)
+            known[id(cell)] = cell_tokens(cell)
         return known[id(cell)]
 
     for cell in released.cells:

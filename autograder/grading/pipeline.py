@@ -315,10 +315,10 @@ def _run(batch: GradingBatch, todo: list[Submission], *, jobs: int, scheduler: s
             if executor is None:
                 yield from batch(todo, on_graded=lambda: bar.update(1), end_check=True)
                 return
-            yield from _in_pool(executor, workers, batch, todo, bar, local=scheduler is None)
+            yield from grade_in_pool(executor, workers, batch, todo, bar, local=scheduler is None)
 
 
-def _in_pool(executor, workers: int, batch: GradingBatch, todo: list[Submission], bar, *, local: bool) -> Iterator[Graded]:
+def grade_in_pool(executor, workers: int, batch: GradingBatch, todo: list[Submission], bar, *, local: bool) -> Iterator[Graded]:
     """Grade ``todo`` on ``workers`` pool (``local``) or cluster workers; then each must pass its end-of-run health check."""
     batch = replace(batch, run_id=uuid.uuid4().hex)  # each worker keeps one course for all its tasks
     queue = ChunkQueue.of(todo, chunk_size(len(todo), workers, local=local))

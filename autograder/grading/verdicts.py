@@ -114,7 +114,7 @@ def decide(
                     continue
                 test = nbgrader_meta(cell)["grade_id"]
                 recording.begin_cell(test)
-                verdicts[test] = _run_test(test, cell_source(cell), namespace)
+                verdicts[test] = run_test(test, cell_source(cell), namespace)
             if assignment:
                 verdicts = _with_misconceptions(assignment, source, verdicts, replayed)
     finally:
@@ -122,7 +122,7 @@ def decide(
     return verdicts
 
 
-def _run_test(test: str, code: str, namespace: dict[str, Any]) -> Verdict:
+def run_test(test: str, code: str, namespace: dict[str, Any]) -> Verdict:
     try:
         exec(compile(code, f"<test {test}>", "exec"), namespace)  # noqa: S102 - the instructor's test, no student code
     except recording.NotWritten as unwritten:

@@ -236,7 +236,7 @@ def grade_one(course: ScratchCourse, api: Any, submission: Submission, spec: Ass
         if not result.get("success"):
             raise SubmissionProblem(Kind.AUTOGRADE_FAILED, failure_reason(result))
         scores = _scores_from_gradebook(course, student, spec)
-        report = _run_report(course, student, name)
+        report = checked_run_report(course, student, name)
         stages["sealed run"], stages["verdicts"] = report.seconds, report.verdict_seconds
         stages["nbgrader"] = max(0.0, autograde_seconds - report.seconds - report.verdict_seconds)
         autograded = assignment_notebook(course.root / "autograded" / student, name)
@@ -278,7 +278,7 @@ def not_handed_in(submission: Submission, spec: AssignmentSpec) -> Graded:
     raise ValueError(f"{submission.student}/{spec.name} was handed in: grade it")
 
 
-def _run_report(course: ScratchCourse, student: str, name: str) -> RunReport:
+def checked_run_report(course: ScratchCourse, student: str, name: str) -> RunReport:
     """The run's report, validated; one that does not validate, or a run that broke the protocol, grades nothing."""
     try:
         report = read_run_report(course.root / "sealed-reports" / student / f"{name}.json")
