@@ -283,8 +283,7 @@ def flash_attention_backward(Q, K, V, O, dO, L, is_causal=False, scale=None, blo
             ("stride_qd, mask=q_mask, other=0.0\n        )", "stride_qd\n        )"),
             ("stride_dod, mask=q_mask, other=0.0\n        )", "stride_dod\n        )"),
         ),
-        # its unmasked loads read the next head's query rows, which the skip test's row count sees (a second charge)
-        loses=(*TRITON_OUTPUTS, TRITON_SKIPS),
+        loses=TRITON_OUTPUTS,  # the skip test's shapes fill every tile, so the missing masks cost only the output tests
     ),
     Variant(
         "the dQ kernel leaves its loop with break (the interpreter runs it, no GPU compiler builds it)",
