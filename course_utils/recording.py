@@ -567,6 +567,45 @@ def _run(
     return CallOutcome("value", value=value, forbidden_calls=tuple(calls + kernels))
 
 
+# --- running code again in the trusted pass (autograder.grading.misconceptions) -------------------------
+
+
+@contextlib.contextmanager
+def running_live() -> Iterator[None]:
+    """While the block runs, invocations run the code they are given, as in a student's own notebook: nothing
+    is recorded or looked up in a record. The trusted pass runs a catalogued mistake this way, inside a replay;
+    the mode before is restored after."""
+    state = _state  # the state the block began in, even if a replay inside it swaps the module's
+    saved = state.mode
+    state.mode = Mode.LIVE
+    try:
+        yield
+    finally:
+        state.mode = saved
+
+
+def run_call(
+    fn: Any,
+    attribute: str | None,
+    args: tuple,
+    kwargs: dict[str, Any],
+    stand_ins: dict[str, Any] | None = None,
+    forbidden_builtins: tuple[str, ...] = (),
+    wrap: Callable[[Any], Callable[..., Any]] | None = None,
+) -> CallOutcome:
+    """Run ``fn(*args, **kwargs)`` (or read ``fn.attribute``) as a live invocation runs it: warnings silenced,
+    the caller's random state untouched, the test's stand-ins in place, ``forbidden_builtins`` watched, through
+    ``wrap`` if given. Returns its outcome: a value (an object too, never a handle) or the exception it raised.
+    A ``Replayed`` call's fields are these arguments, so instructor code can run another function on its inputs."""
+    return _run(fn, attribute, args, kwargs, stand_ins, forbidden_builtins, wrap, wrap_objects=False)
+
+
+def handle_number(handle: Handle) -> int:
+    """The number that names a recorded object (``Handle``) across one test's calls: a later call on ``handle:N``
+    is a call on the object that ``handle_number`` gives N for."""
+    return handle._number
+
+
 # --- plain data on the wire -------------------------------------------------------------------------
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import nbformat
 import torch
 
-from autograder.grading.misconceptions import _close, _reproduces, _solution_agreement, section_of
+from autograder.grading.misconceptions import reproduces, results_match, section_of
 from autograder.grading.models import MISCONCEPTION_SEPARATOR
 from autograder.mistakes import MISTAKES
 from autograder.settings import SOLUTIONS_DIR
@@ -15,13 +15,13 @@ from course_utils.reference import solution_cells
 
 def test_results_compare_to_the_tolerance_of_their_dtype() -> None:
     x = torch.linspace(-1, 1, 7)
-    assert _close(x + 1e-7, x) and not _close(x + 1e-3, x)
-    assert not _close(x.double(), x), "a different dtype is a different result"
-    assert not _close(x[:6], x) and not _close(x, [x])
-    assert _close((x, 2.0, "a"), (x.clone(), 2.0 + 1e-9, "a")) and not _close((x, 2.0), (x, 3.0))
-    assert _close(torch.tensor([float("nan"), 1.0]), torch.tensor([float("nan"), 1.0])), "NaN where the student had NaN"
-    assert _close(torch.tensor([1, 2]), torch.tensor([1, 2])) and not _close(torch.tensor([1, 2]), torch.tensor([1, 3]))
-    assert not _close(True, 1) and _close({"a": x}, {"a": x}) and not _close({"a": x}, {"b": x})
+    assert results_match(x + 1e-7, x) and not results_match(x + 1e-3, x)
+    assert not results_match(x.double(), x), "a different dtype is a different result"
+    assert not results_match(x[:6], x) and not results_match(x, [x])
+    assert results_match((x, 2.0, "a"), (x.clone(), 2.0 + 1e-9, "a")) and not results_match((x, 2.0), (x, 3.0))
+    assert results_match(torch.tensor([float("nan"), 1.0]), torch.tensor([float("nan"), 1.0])), "NaN where the student had NaN"
+    assert results_match(torch.tensor([1, 2]), torch.tensor([1, 2])) and not results_match(torch.tensor([1, 2]), torch.tensor([1, 3]))
+    assert not results_match(True, 1) and results_match({"a": x}, {"a": x}) and not results_match({"a": x}, {"b": x})
 
 
 def test_the_section_to_revisit_is_the_heading_above_the_function() -> None:
@@ -34,11 +34,6 @@ def test_the_section_to_revisit_is_the_heading_above_the_function() -> None:
 
 def test_no_catalogued_name_holds_the_separator_of_tests_csv() -> None:
     assert not [m.name for mistakes in MISTAKES.values() for m in mistakes if MISCONCEPTION_SEPARATOR in m.name]
-
-
-def reproduces(assignment: str, mistake, cell: str, calls: list[recording.Replayed]) -> bool:
-    """As naming decides it: the mistake against the student's results, the solution's worked out beside them."""
-    return _reproduces(assignment, mistake, cell, calls, _solution_agreement(assignment, calls))
 
 
 def _softmax_call(logits: torch.Tensor, student_result: torch.Tensor) -> recording.Replayed:
@@ -69,9 +64,9 @@ def test_a_mistake_is_named_only_on_a_call_that_tells_it_from_a_right_answer() -
 def test_tensors_on_the_meta_device_compare_by_shape_dtype_and_device() -> None:
     # A test that asks for a mask on the "meta" device gets a tensor with no values: comparing must not copy it.
     meta = torch.ones(3, 5, dtype=torch.bool, device="meta")
-    assert _close(meta, torch.ones(3, 5, dtype=torch.bool, device="meta"))
-    assert not _close(meta, torch.ones(3, 5, dtype=torch.bool)), "a mask left on the CPU is not the one asked for"
-    assert not _close(meta, torch.ones(5, 3, dtype=torch.bool, device="meta"))
+    assert results_match(meta, torch.ones(3, 5, dtype=torch.bool, device="meta"))
+    assert not results_match(meta, torch.ones(3, 5, dtype=torch.bool)), "a mask left on the CPU is not the one asked for"
+    assert not results_match(meta, torch.ones(5, 3, dtype=torch.bool, device="meta"))
 
 
 def test_a_mistake_on_the_masks_device_is_named_only_where_the_device_tells_it_apart() -> None:

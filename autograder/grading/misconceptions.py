@@ -7,6 +7,12 @@ measurements. A mistake is named when it reproduces every comparable result the 
 for the failed tests: the same values to the course's tolerance for their dtype, the same
 exception type, the same forbidden calls, the same measurement. Nothing of the student's code
 runs here; only their recorded results are compared.
+
+Two types carry a misconception: ``Misconception`` here (one catalogued mistake named for a failed test, as
+feedback and ``tests.csv`` show it) and ``class_report.MisconceptionCount`` (how many students' failures match
+one, in the class report). "Report" names four other things: ``GradingReport`` (models.py, the rows of a
+grading run), ``RunReport`` (run_report.py, one sealed run, validated), ``ClassReport`` (class_report.py, the
+instructor's page) and reports.py (the files written from the rows).
 """
 
 from __future__ import annotations
@@ -37,6 +43,8 @@ _modules: dict[tuple[str, str], Any] = {}
 
 @dataclass(frozen=True)
 class Misconception:
+    """A catalogued mistake that gives what a student's code gave on a failed test."""
+
     name: str  # the catalogue's student-facing description
     section: str  # the notebook section to revisit: the heading above the function's cell
 
@@ -90,6 +98,13 @@ def name_misconceptions(
             for test in tests:
                 named.setdefault(test, []).append(found)
     return {test: tuple(found) for test, found in named.items()}
+
+
+def reproduces(assignment: str, mistake: Variant, solution_source: str, calls: list[recording.Replayed]) -> bool:
+    """Whether ``mistake`` (applied to the solution cell ``solution_source``) gives every comparable result of ``calls``,
+    and on at least one a result the solution does not give: the rule naming applies, for one mistake (naming also
+    turns any error of the comparison into False, so that it never costs a grade; this raises it)."""
+    return _reproduces(assignment, mistake, solution_source, calls, _solution_agreement(assignment, calls))
 
 
 def _module(assignment: str, mistake: Variant, solution_source: str) -> Any:
@@ -209,19 +224,20 @@ def _with_graded_names(fn: Any, namespace: dict[str, Any], module: Any) -> Any:
 
 def _close_measurement(target: str, mistake: Any, student: Any) -> bool:
     """The same measurement: memory within a quarter (in the sealed run the record's own copy of a result is alive
-    too), anything else (FLOPs, a stream's reads) as ``_close`` compares it."""
+    too), anything else (FLOPs, a stream's reads) as ``results_match`` compares it."""
     memory = target == "measure:peak_tensor_bytes"
     if memory and isinstance(student, int) and isinstance(mistake, int) and not isinstance(student, bool):
         return abs(mistake - student) <= 0.25 * max(abs(student), abs(mistake), 1)
-    return _close(mistake, student)
+    return results_match(mistake, student)
 
 
 def _inputs(value: Any, objects: dict[int, Any]) -> Any:
     """A copy of what the test passed (the mistake may write into it), handles mapped to the mistake's objects."""
     if isinstance(value, recording.Handle):
-        if value._number not in objects:
+        number = recording.handle_number(value)
+        if number not in objects:
             raise _NotComparable("a handle the mistake never made")
-        return objects[value._number]
+        return objects[number]
     if isinstance(value, (tuple, list)):
         return type(value)(_inputs(v, objects) for v in value)
     if isinstance(value, dict):
@@ -247,20 +263,20 @@ def _same_result(module: Any, objects: dict[int, Any], call: recording.Replayed)
     args, kwargs = _inputs(call.args, objects), _inputs(call.kwargs, objects)
     wrap = call.through[1] if call.through else None
     with _live(call.rng):
-        outcome = recording._run(fn, call.attribute, args, kwargs, call.stand_ins, call.forbidden_builtins, wrap, wrap_objects=False)
+        outcome = recording.run_call(fn, call.attribute, args, kwargs, call.stand_ins, call.forbidden_builtins, wrap)
     if call.forbidden_builtins and set(outcome.forbidden_calls) != set(call.outcome.forbidden_calls):
         return False
     if call.outcome.kind == "handle":
         if outcome.kind not in ("value", "handle"):
             return False
-        objects[call.outcome.value._number if isinstance(call.outcome.value, recording.Handle) else -1] = outcome.value
+        objects[recording.handle_number(call.outcome.value) if isinstance(call.outcome.value, recording.Handle) else -1] = outcome.value
         raise _NotComparable("an object: its methods are compared when the test calls them")
     if call.outcome.kind != outcome.kind:
         return False
     if outcome.kind == "raised":
         # The same error for the same reason: a launch refused for too few programs is not one refused for too many.
         return (outcome.error_type, outcome.message[:2000]) == (call.outcome.error_type, call.outcome.message)
-    return _close(outcome.value, call.outcome.value)
+    return results_match(outcome.value, call.outcome.value)
 
 
 def _same_entries_wrong(module: Any, solution: Any, call: recording.Replayed) -> bool:
@@ -279,9 +295,7 @@ def _same_entries_wrong(module: Any, solution: Any, call: recording.Replayed) ->
     for source in (module, solution):
         fn = _target(source, {}, call)
         with _live(call.rng), _undefined_is_nan():
-            outcome = recording._run(
-                fn, None, _inputs(call.args, {}), _inputs(call.kwargs, {}), call.stand_ins, (), None, wrap_objects=False
-            )
+            outcome = recording.run_call(fn, None, _inputs(call.args, {}), _inputs(call.kwargs, {}), call.stand_ins)
         if outcome.kind != "value":
             return False
         results.append(outcome.value)
@@ -317,26 +331,22 @@ def _wrong_entries(actual: torch.Tensor, expected: torch.Tensor) -> torch.Tensor
     return ~torch.isclose(actual.cpu().to(expected.dtype), expected.cpu(), rtol=limits.rtol, atol=limits.atol, equal_nan=True)
 
 
-class _live:
+@contextlib.contextmanager
+def _live(rng: torch.Tensor | None) -> Iterator[None]:
     """Run the mistake as plain code, from the random state the student's call had: no record to read
     from while it runs, and the trusted pass's own random state untouched after."""
-
-    def __init__(self, rng: torch.Tensor | None) -> None:
-        self.rng = rng
-
-    def __enter__(self) -> None:
-        self.saved = recording._state.mode, torch.random.get_rng_state()
-        recording._state.mode = recording.Mode.LIVE
-        if self.rng is not None:
-            torch.random.set_rng_state(self.rng)
-
-    def __exit__(self, *exc: object) -> None:
-        recording._state.mode = self.saved[0]
-        torch.random.set_rng_state(self.saved[1])
+    saved = torch.random.get_rng_state()
+    with recording.running_live():
+        try:
+            if rng is not None:
+                torch.random.set_rng_state(rng)
+            yield
+        finally:
+            torch.random.set_rng_state(saved)
 
 
-def _close(mistake: Any, student: Any) -> bool:
-    """The same result, to the course's tolerance for the dtype."""
+def results_match(mistake: Any, student: Any) -> bool:
+    """The same result, to the course's tolerance for the dtype: how a mistake's result is held to a student's."""
     if isinstance(student, torch.Tensor) or isinstance(mistake, torch.Tensor):
         if not (isinstance(student, torch.Tensor) and isinstance(mistake, torch.Tensor)) or student.shape != mistake.shape:
             return False
@@ -349,9 +359,11 @@ def _close(mistake: Any, student: Any) -> bool:
         limits = tolerance(student.dtype)
         return bool(torch.allclose(mistake.cpu(), student.cpu(), rtol=limits.rtol, atol=limits.atol, equal_nan=True))
     if isinstance(student, (tuple, list)):
-        return isinstance(mistake, (tuple, list)) and len(mistake) == len(student) and all(map(_close, mistake, student))
+        return isinstance(mistake, (tuple, list)) and len(mistake) == len(student) and all(map(results_match, mistake, student))
     if isinstance(student, dict):
-        return isinstance(mistake, dict) and mistake.keys() == student.keys() and all(_close(mistake[k], student[k]) for k in student)
+        return (
+            isinstance(mistake, dict) and mistake.keys() == student.keys() and all(results_match(mistake[k], student[k]) for k in student)
+        )
     if isinstance(student, float) and isinstance(mistake, (int, float)) and not isinstance(mistake, bool):
         return math.isclose(mistake, student, rel_tol=1e-6, abs_tol=1e-9) or (math.isnan(mistake) and math.isnan(student))
     return type(mistake) is type(student) and mistake == student
