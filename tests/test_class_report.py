@@ -19,9 +19,7 @@ from autograder.grading.class_report import (
     SIMILARITY_THRESHOLD,
     build_class_report,
     clean_code_html,
-    discrimination,
     misconceptions,
-    notebook_stats,
     problems,
     render_html,
     report_json,
@@ -29,6 +27,7 @@ from autograder.grading.class_report import (
     write_class_report,
 )
 from autograder.grading.models import MISCONCEPTION_SEPARATOR, AssignmentSpec, GradeRow, Kind, Lateness, Outcome, Submission, TestRow
+from autograder.grading.statistics import discrimination, notebook_stats
 
 # --- a hand-made class ------------------------------------------------------------------------------------
 
@@ -363,8 +362,8 @@ def test_one_huge_student_costs_similarity_no_more_than_the_cap(tiny_class, tmp_
     padding = "".join(f"    junk_{i} = queries.sum() * {i}\n" for i in range(20_000))  # about 0.6 MB of code
     huge = Submission("hal", "01_a", nbformat.writes(notebook(ANN.replace("    return", padding + "    return", 1))).encode())
     read = []
-    real_compare = class_report._compare
-    monkeypatch.setattr(class_report, "_compare", lambda a, codes, *rest: read.append(dict(codes)) or real_compare(a, codes, *rest))
+    real_compare = class_report.compare_code
+    monkeypatch.setattr(class_report, "compare_code", lambda a, codes, *rest: read.append(dict(codes)) or real_compare(a, codes, *rest))
     result = similar_pairs([submissions[0], huge], ["01_a"], released, solutions_dir=tmp_path / "solutions")
     cap = class_report.MAX_CODE_FACTOR * len(class_report.student_code(notebook(ANN)))
     assert len(read[0]["hal"]) == cap < len(huge.content)

@@ -6,13 +6,8 @@ import csv
 from pathlib import Path
 
 from autograder.grading.models import AssignmentSpec, GradeRow, Kind, Outcome, TestRow
-from autograder.grading.reports import (
-    GRADEBOOK_CSV,
-    SUMMARY_MD,
-    SUMMARY_PNG,
-    summarize,
-    write_summary,
-)
+from autograder.grading.reports import GRADEBOOK_CSV, SUMMARY_MD, SUMMARY_PNG, write_summary
+from autograder.grading.statistics import notebook_stats
 
 A = AssignmentSpec("01_a", {"test_x": 2.0, "test_y": 2.0})
 B = AssignmentSpec("02_b", {"test_z": 5.0})
@@ -40,12 +35,12 @@ TESTS = [
 
 
 def test_summary_counts_graded_pairs_and_names_why_the_rest_were_not() -> None:
-    a, b = summarize(GRADES, TESTS, SPECS)
+    a, b = notebook_stats(GRADES, TESTS, SPECS)
     assert (a.assignment, a.percents, a.max_score) == ("01_a", [100.0, 50.0], 4.0)
     assert a.histogram == [0, 0, 0, 0, 0, 1, 0, 0, 0, 1]  # 50 % in [50,60), full marks in the last bin
-    assert dict(a.not_graded) == {"unreadable": 1}
+    assert dict(a.not_scored_kinds) == {"unreadable": 1}
     assert [(f.test, f.failed, f.graded) for f in a.most_failed] == [("test_y", 1, 2)]  # cy's unreadable rows do not count
-    assert b.percents == [0.0, 100.0] and dict(b.not_graded) == {"missing": 1}
+    assert b.percents == [0.0, 100.0] and dict(b.not_scored_kinds) == {"missing": 1}
     assert [(f.test, f.failed) for f in b.most_failed] == [("test_z", 1)]
 
 

@@ -1,12 +1,17 @@
 """The class report an instructor opens after grading: ``class-report.html``, and the same data as ``class-report.json``.
 
+"Report" names four things: ``GradingReport`` (models.py, the rows one grading run gives back), ``RunReport``
+(run_report.py, what one sealed run said, validated), ``ClassReport`` (here: this page and its JSON) and
+reports.py (the files written from the rows: CSVs, gradebook, summary.md/png).
+
 Four sections, from the rows of ``grades.csv`` and ``tests.csv`` and the notebooks handed in:
 
 * **Scores**: per notebook how many were handed in late and the points that cost, the distribution (a histogram drawn with matplotlib, embedded as a PNG),
   mean and median; per question (test) the mean, the share with full marks and the discrimination,
   the correlation of the question's score with the notebook's total over the scored submissions
-  (as PrairieLearn's question statistics give it; "n/a" when fewer than ``MIN_FOR_DISCRIMINATION``
-  submissions were scored or either score does not vary).
+  (as PrairieLearn's question statistics give it; "n/a" when fewer than ``statistics.MIN_FOR_DISCRIMINATION``
+  submissions were scored or either score does not vary). Every number of this section is
+  ``autograder.grading.statistics``'s, the same that ``summary.md`` shows.
 * **Misconceptions**: how many students' failures match each catalogued mistake
   (``TestRow.misconception``), most common first, with the tests they came from.
 * **Similar code**: pairs of submissions of the same notebook whose code in the solution cells is
@@ -30,9 +35,7 @@ from __future__ import annotations
 import base64
 import io
 import json
-import math
 import re
-import statistics
 import tempfile
 from collections import defaultdict
 from dataclasses import asdict, dataclass, field
@@ -44,15 +47,13 @@ from course_utils.reference import assignment_notebook, cell_source, solution_ce
 from ..settings import NOTEBOOKS_DIR, SOLUTIONS_DIR
 from .admission import repair
 from .models import MISCONCEPTION_SEPARATOR, AssignmentSpec, GradeRow, Submission, TestRow
+from .statistics import BIN_EDGES, BIN_WIDTH, MIN_FOR_DISCRIMINATION, NotebookStats, QuestionStats, notebook_stats
 
 CLASS_REPORT_HTML = "class-report.html"
 CLASS_REPORT_JSON = "class-report.json"
 SCHEMA = "attention-course/class-report"
 SCHEMA_VERSION = 1
 TEMPLATE_DIR = Path(__file__).resolve().parent.parent / "templates" / "class_report"
-
-BINS = 10  # score histogram: bins of 10 percentage points, full marks in the last
-MIN_FOR_DISCRIMINATION = 3  # fewer scored submissions than this: no correlation worth the name
 
 # Similarity. These are the report's own constants (not course settings): change them here.
 # copydetect's "tokens" are characters of the code after tokenizing (names become V/F/O, strings S,
@@ -82,48 +83,9 @@ HIGHLIGHT_CLASSES = {"highlight-red", "highlight-green"}
 
 
 @dataclass(frozen=True)
-class QuestionStats:
-    test: str
-    points: float
-    scored: int  # scored submissions with a row for this test
-    mean: float | None  # points
-    full_marks: float | None  # share of those with full marks, 0..1
-    discrimination: float | None  # Pearson correlation with the notebook's total; None: n/a
+class MisconceptionCount:
+    """How many students' failures match one catalogued mistake (``misconceptions.Misconception`` names it per test)."""
 
-
-@dataclass(frozen=True)
-class NotebookStats:
-    assignment: str
-    max_score: float
-    scores: list[float]  # points, one per scored submission, in row order
-    not_scored: int  # rows of this notebook that scored nothing from the tests
-    questions: list[QuestionStats]
-    late: int = 0  # scored rows handed in after their due date
-    late_points: float = 0.0  # the points their late penalties took off, in all
-
-    @property
-    def percents(self) -> list[float]:
-        return [100 * s / self.max_score if self.max_score else 0.0 for s in self.scores]
-
-    @property
-    def mean(self) -> float | None:
-        return statistics.fmean(self.scores) if self.scores else None
-
-    @property
-    def median(self) -> float | None:
-        return float(statistics.median(self.scores)) if self.scores else None
-
-    @property
-    def histogram(self) -> list[int]:
-        """Counts of percentages in bins [0,10), ..., [90,100]: full marks land in the last bin."""
-        counts = [0] * BINS
-        for percent in self.percents:
-            counts[min(max(int(percent // (100 / BINS)), 0), BINS - 1)] += 1
-        return counts
-
-
-@dataclass(frozen=True)
-class Misconception:
     assignment: str
     name: str
     students: int  # distinct students whose failures match it
@@ -167,71 +129,17 @@ class Problem:
 @dataclass(frozen=True)
 class ClassReport:
     notebooks: list[NotebookStats]
-    misconceptions: list[Misconception]
+    misconceptions: list[MisconceptionCount]
     similarity: Similarity
     problems: list[Problem]
 
 
-# --- statistics ------------------------------------------------------------------------------------------
-
-
-def discrimination(item: list[float], total: list[float]) -> float | None:
-    """Pearson correlation of a question's scores with the totals; None when undefined (too few, or no variance)."""
-    n = len(item)
-    if n != len(total) or n < MIN_FOR_DISCRIMINATION:
-        return None
-    if len(set(item)) < 2 or len(set(total)) < 2:  # everyone scored the same: no variance, no correlation
-        return None
-    mean_x, mean_y = math.fsum(item) / n, math.fsum(total) / n
-    sxx = math.fsum((x - mean_x) ** 2 for x in item)
-    syy = math.fsum((y - mean_y) ** 2 for y in total)
-    sxy = math.fsum((x - mean_x) * (y - mean_y) for x, y in zip(item, total))
-    return max(-1.0, min(1.0, sxy / math.sqrt(sxx * syy)))
-
-
-def notebook_stats(grades: list[GradeRow], tests: list[TestRow], specs: dict[str, AssignmentSpec]) -> list[NotebookStats]:
-    """Per notebook with any row, in course order: scores of the scored submissions, and per question."""
-    by_pair: dict[tuple[str, str], dict[str, TestRow]] = defaultdict(dict)
-    for t in tests:
-        by_pair[(t.student_id, t.assignment)][t.test] = t
-    result = []
-    for name, spec in specs.items():
-        rows = [r for r in grades if r.assignment == name]
-        if not rows:
-            continue
-        scored = [r for r in rows if r.outcome.scored]
-        questions = []
-        for test, points in spec.tests.items():
-            pairs = [(by_pair[(r.student_id, name)][test], r.score) for r in scored if test in by_pair[(r.student_id, name)]]
-            item = [t.score for t, _ in pairs]
-            questions.append(
-                QuestionStats(
-                    test=test,
-                    points=points,
-                    scored=len(pairs),
-                    mean=statistics.fmean(item) if item else None,
-                    full_marks=sum(t.score >= t.max_score for t, _ in pairs) / len(pairs) if pairs else None,
-                    discrimination=discrimination(item, [total for _, total in pairs]),
-                )
-            )
-        late = [r for r in scored if r.lateness is not None and r.lateness.late_by.total_seconds() > 0]
-        result.append(
-            NotebookStats(
-                name,
-                spec.max_score,
-                [r.score for r in scored],
-                len(rows) - len(scored),
-                questions,
-                late=len(late),
-                late_points=sum(r.lateness.penalty for r in late if r.lateness),
-            )
-        )
-    return result
+# --- misconceptions and problems ----------------------------------------------------------------------
 
 
 def misconceptions(
     grades: list[GradeRow], tests: list[TestRow], specs: dict[str, AssignmentSpec], notebooks_dir: Path = NOTEBOOKS_DIR
-) -> list[Misconception]:
+) -> list[MisconceptionCount]:
     """Named misconceptions of scored submissions per (notebook, misconception): most students first."""
     scored = {(r.student_id, r.assignment) for r in grades if r.outcome.scored}
     students: dict[tuple[str, str], set[str]] = defaultdict(set)
@@ -248,7 +156,7 @@ def misconceptions(
         return (known.index(test) if test in known else len(known), test)
 
     found = [
-        Misconception(a, m, len(who), sorted(from_tests[(a, m)], key=lambda t, a=a: test_order(a, t)), _section(a, m, notebooks_dir))
+        MisconceptionCount(a, m, len(who), sorted(from_tests[(a, m)], key=lambda t, a=a: test_order(a, t)), _section(a, m, notebooks_dir))
         for (a, m), who in students.items()
     ]
     return sorted(found, key=lambda m: (-m.students, order.get(m.assignment, len(order)), m.assignment, m.name))
@@ -360,7 +268,7 @@ def similar_pairs(
         if len(codes) < 2:
             continue
         try:
-            result.pairs.extend(_compare(assignment, codes, template, threshold, min_overlap_tokens, noise_tokens))
+            result.pairs.extend(compare_code(assignment, codes, template, threshold, min_overlap_tokens, noise_tokens))
         except ImportError:
             result.notes.append(f"{assignment}: not compared: copydetect is not installed (pip install 'attention-course[instructor]')")
         except Exception as problem:  # noqa: BLE001 - the grades are written; a report without similarity still helps
@@ -386,7 +294,10 @@ def _code_cap(solutions_dir: Path, assignment: str) -> int | None:
     return MAX_CODE_FACTOR * max(len(student_code(json.loads(path.read_text(encoding="utf-8")))), 1)
 
 
-def _compare(assignment: str, codes: dict[str, str], template: str, threshold: float, min_overlap: int, noise: int) -> list[SimilarPair]:
+def compare_code(
+    assignment: str, codes: dict[str, str], template: str, threshold: float, min_overlap: int, noise: int
+) -> list[SimilarPair]:
+    """copydetect over one notebook's ``codes`` (student -> code), ``template`` as boilerplate: the pairs above the thresholds."""
     import numpy as np
     from copydetect import CopyDetector
     from copydetect.utils import highlight_overlap
@@ -474,23 +385,22 @@ def build_class_report(
 
 def report_json(report: ClassReport) -> dict:
     """The report's data, no HTML: what the page shows, for a script or a spreadsheet."""
-    notebooks = []
-    for n in report.notebooks:
-        notebooks.append(
-            {
-                "assignment": n.assignment,
-                "max_score": n.max_score,
-                "scored": len(n.scores),
-                "not_scored": n.not_scored,
-                "late": n.late,
-                "late_points": n.late_points,
-                "mean": n.mean,
-                "median": n.median,
-                "scores": n.scores,
-                "histogram": {"bin_width_percent": 100 / BINS, "counts": n.histogram},
-                "questions": [asdict(q) for q in n.questions],
-            }
-        )
+    notebooks = [
+        {
+            "assignment": n.assignment,
+            "max_score": n.max_score,
+            "scored": len(n.scores),
+            "not_scored": n.not_scored,
+            "late": n.late,
+            "late_points": n.late_points,
+            "mean": n.mean,
+            "median": n.median,
+            "scores": n.scores,
+            "histogram": {"bin_width_percent": BIN_WIDTH, "counts": n.histogram},
+            "questions": [question_json(q) for q in n.questions],
+        }
+        for n in report.notebooks
+    ]
     similarity = report.similarity
     return {
         "schema": SCHEMA,
@@ -510,14 +420,19 @@ def report_json(report: ClassReport) -> dict:
     }
 
 
+def question_json(q: QuestionStats) -> dict[str, Any]:
+    """One question as schema 1 has it (the share with full marks, not the count)."""
+    keys = ("test", "points", "scored", "mean", "full_marks", "discrimination")
+    return {key: getattr(q, key) for key in keys}
+
+
 def _plot(stats: NotebookStats) -> str:
     """The score histogram, as a data: URL of a PNG (the page loads nothing from elsewhere)."""
     from matplotlib.figure import Figure
 
     figure = Figure(figsize=(4.4, 3.0), layout="constrained")
     ax = figure.subplots()
-    edges = [i * 100 / BINS for i in range(BINS + 1)]
-    ax.stairs(stats.histogram, edges, fill=True, color="#4c72b0")
+    ax.stairs(stats.histogram, BIN_EDGES, fill=True, color="#4c72b0")
     ax.set(xlim=(0, 100), xlabel="score (%)", ylabel="submissions", title=f"{stats.assignment}: score distribution")
     ax.title.set_fontsize(9)
     ax.yaxis.get_major_locator().set_params(integer=True)
@@ -538,7 +453,12 @@ def render_html(report: ClassReport) -> str:
     shown = report.similarity.pairs[:MAX_PAIRS_WITH_CODE]
     code = [(Markup(clean_code_html(p.first_html)), Markup(clean_code_html(p.second_html))) for p in shown]
     return environment.get_template("report.html.j2").render(
-        report=report, plots=plots, code=code, shown=shown, schema_version=SCHEMA_VERSION
+        report=report,
+        plots=plots,
+        code=code,
+        shown=shown,
+        schema_version=SCHEMA_VERSION,
+        min_for_discrimination=MIN_FOR_DISCRIMINATION,
     )
 
 

@@ -6,78 +6,28 @@ the LMS's login or ID column). ``summary.md`` gives, per assignment, the score
 distribution, how many pairs could not be graded and why, and the tests most often failed;
 ``summary.png`` draws the distributions. The class report an instructor opens in a browser
 (``class-report.html``: per-question statistics, named misconceptions, similar code, the rows
-that could not be graded) is ``autograder.grading.class_report``.
+that could not be graded) is ``autograder.grading.class_report``. Both read their numbers from
+``autograder.grading.statistics`` (``NotebookStats``); this module formats them and computes none.
+
+"Report" names four things: ``GradingReport`` (models.py, the rows one grading run gives back), ``RunReport``
+(run_report.py, what one sealed run said, validated), ``ClassReport`` (class_report.py, the instructor's
+HTML and JSON page) and this module (the files written from the rows: CSVs, gradebook, summary.md/png).
 """
 
 from __future__ import annotations
 
-import statistics
-from collections import Counter
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from datetime import datetime
 from pathlib import Path
 
 from .models import AssignmentSpec, GradeRow, GradingReport, Kind, TestRow
 from .roster import Roster
 from .spreadsheet import write_csv
+from .statistics import BIN_EDGES, NotebookStats, notebook_stats
 
 GRADEBOOK_CSV = "gradebook.csv"
 SUMMARY_MD = "summary.md"
 SUMMARY_PNG = "summary.png"
-BINS = 10  # histogram bins of 10 percentage points each
-
-
-@dataclass(frozen=True)
-class TestFailures:
-    test: str
-    failed: int  # graded submissions that lost points on this test
-    graded: int
-
-    @property
-    def share(self) -> float:
-        return self.failed / self.graded if self.graded else 0.0
-
-
-@dataclass(frozen=True)
-class AssignmentSummary:
-    assignment: str
-    max_score: float
-    percents: list[float]  # one per graded submission, 0..100
-    not_graded: Counter  # the outcome's kind -> how many pairs
-    most_failed: list[TestFailures]  # most failed first; tests nobody failed are left out
-
-    @property
-    def histogram(self) -> list[int]:
-        """Counts in bins [0,10), [10,20), ..., [90,100]: full marks land in the last bin."""
-        counts = [0] * BINS
-        for percent in self.percents:
-            counts[min(int(percent // (100 / BINS)), BINS - 1)] += 1
-        return counts
-
-
-def summarize(grades: list[GradeRow], tests: list[TestRow], specs: dict[str, AssignmentSpec]) -> list[AssignmentSummary]:
-    """One summary per assignment that has any grade row, in course order."""
-    summaries = []
-    for name, spec in specs.items():
-        rows = [r for r in grades if r.assignment == name]
-        if not rows:
-            continue
-        graded = [r for r in rows if r.outcome.scored]
-        graded_pairs = {(r.student_id, r.assignment) for r in graded}
-        lost = Counter(t.test for t in tests if (t.student_id, t.assignment) in graded_pairs and t.score < t.max_score)
-        summaries.append(
-            AssignmentSummary(
-                assignment=name,
-                max_score=spec.max_score,
-                percents=[100 * r.score / r.max_score if r.max_score else 0.0 for r in graded],
-                not_graded=Counter(r.outcome.kind.value for r in rows if not r.outcome.scored),
-                most_failed=[
-                    TestFailures(test, n, len(graded))
-                    for test, n in sorted(lost.items(), key=lambda kv: (-kv[1], list(spec.tests).index(kv[0])))
-                ],
-            )
-        )
-    return summaries
 
 
 def write_gradebook(grades: list[GradeRow], specs: dict[str, AssignmentSpec], out: Path) -> Path:
@@ -119,7 +69,7 @@ def write_lms_import(grades: list[GradeRow], specs: dict[str, AssignmentSpec], r
     return write_csv(out / LMS_IMPORT_CSV, [*header, *names], rows)
 
 
-def format_summary(summaries: list[AssignmentSummary], unplaced: int = 0) -> str:
+def format_summary(summaries: list[NotebookStats], unplaced: int = 0) -> str:
     """Markdown: a table of distributions, then the most-failed tests per assignment."""
     lines = [
         "# Class summary",
@@ -128,11 +78,10 @@ def format_summary(summaries: list[AssignmentSummary], unplaced: int = 0) -> str
         "|---|---:|---:|---:|---:|---:|---:|---|",
     ]
     for s in summaries:
-        stats = (statistics.mean(s.percents), statistics.median(s.percents), min(s.percents), max(s.percents)) if s.percents else None
+        stats = (s.mean_percent, s.median_percent, min(s.percents), max(s.percents)) if s.scores else None
         shown = " | ".join(f"{v:.0f}" for v in stats) if stats else "– | – | – | –"
-        full = sum(p >= 100 for p in s.percents)
-        missing = ", ".join(f"{n} {why}" for why, n in s.not_graded.most_common()) or "0"
-        lines.append(f"| {s.assignment} | {len(s.percents)} | {shown} | {full} | {missing} |")
+        missing = ", ".join(f"{n} {why}" for why, n in s.not_scored_kinds.most_common()) or "0"
+        lines.append(f"| {s.assignment} | {len(s.scores)} | {shown} | {s.full_marks} | {missing} |")
     if unplaced:
         lines += ["", f"{unplaced} file(s) could not be matched to an assignment; see the rows with assignment `?` in grades.csv."]
     for s in summaries:
@@ -151,7 +100,7 @@ def format_summary(summaries: list[AssignmentSummary], unplaced: int = 0) -> str
     return "\n".join(lines) + "\n"
 
 
-def plot_summary(summaries: list[AssignmentSummary], path: Path) -> Path:
+def plot_summary(summaries: list[NotebookStats], path: Path) -> Path:
     """Histograms of score percentages, one panel per assignment, drawn off-screen."""
     from matplotlib.figure import (
         Figure,  # a bare Figure: no pyplot state, no display, no backend switch
@@ -159,9 +108,8 @@ def plot_summary(summaries: list[AssignmentSummary], path: Path) -> Path:
 
     figure = Figure(figsize=(3.2 * max(len(summaries), 1), 2.8), layout="constrained")
     axes = figure.subplots(1, max(len(summaries), 1), squeeze=False)[0]
-    edges = [i * 100 / BINS for i in range(BINS + 1)]
     for ax, s in zip(axes, summaries):
-        ax.stairs(s.histogram, edges, fill=True)
+        ax.stairs(s.histogram, BIN_EDGES, fill=True)
         ax.set_title(s.assignment, fontsize=8)
         ax.set_xlabel("score (%)")
         ax.set_xlim(0, 100)
@@ -173,7 +121,7 @@ def plot_summary(summaries: list[AssignmentSummary], path: Path) -> Path:
 def write_summary(grades: list[GradeRow], tests: list[TestRow], specs: dict[str, AssignmentSpec], out: Path) -> str:
     """Write gradebook.csv, summary.md and summary.png under ``out``; return the Markdown."""
     write_gradebook(grades, specs, out)
-    summaries = summarize(grades, tests, specs)
+    summaries = notebook_stats(grades, tests, specs)
     text = format_summary(summaries, unplaced=sum(r.assignment not in specs for r in grades))
     (out / SUMMARY_MD).write_text(text, encoding="utf-8")
     plot_summary(summaries, out / SUMMARY_PNG)
