@@ -83,3 +83,32 @@ def test_a_mistake_on_the_masks_device_is_named_only_where_the_device_tells_it_a
     assert reproduces(assignment, cpu_only, cell, [call("cpu", on_cpu), call("meta", on_cpu)])
     assert not reproduces(assignment, cpu_only, cell, [call("cpu", on_cpu)]), "on the CPU the mistake is right"
     assert not reproduces(assignment, cpu_only, cell, [call("meta", on_cpu.to("meta"))]), "a right answer names nothing"
+
+
+def test_a_mistake_in_an_object_is_followed_through_the_handles_the_record_gives_it() -> None:
+    # The record of 05's test_kv_cache_grows: KVCache() is handle 1, each cache.append read is a handle, each call of it a value.
+    assignment = "05_multi_head_attention"
+    source = nbformat.read(SOLUTIONS_DIR / assignment / f"{assignment}.ipynb", as_version=4)
+    forgets = next(m for m in MISTAKES[assignment] if m.name == "KVCache forgets to append (keeps only the newest keys and values)")
+    k1, v1, k2, v2 = (torch.randn(2, 3, t, 4, generator=torch.Generator().manual_seed(t + 10 * i)) for i, t in enumerate((1, 1, 2, 2)))
+
+    def record(second_result: tuple[torch.Tensor, torch.Tensor]) -> list[recording.Replayed]:
+        def step(target: str, attribute: str | None, args: tuple, outcome: recording.CallOutcome) -> recording.Replayed:
+            return recording.Replayed(target, attribute, args, {}, None, (), None, outcome)
+
+        def handle(number: int) -> recording.CallOutcome:
+            return recording.CallOutcome("handle", value=recording.Handle(number))
+
+        return [
+            step("name:KVCache", None, (), handle(1)),
+            step("handle:1", "append", (), handle(2)),
+            step("handle:2", None, (k1, v1), recording.CallOutcome("value", value=(k1, v1))),
+            step("handle:1", "append", (), handle(3)),
+            step("handle:3", None, (k2, v2), recording.CallOutcome("value", value=second_result)),
+        ]
+
+    cell = solution_cells(source)["KVCache"]
+    assert reproduces(assignment, forgets, cell, record((k2, v2))), "only the newest keys and values: the mistake's result"
+    right = (torch.cat([k1, k2], dim=-2), torch.cat([v1, v2], dim=-2))
+    assert not reproduces(assignment, forgets, cell, record(right)), "a cache that appends names nothing"
+    assert recording.mode() is recording.Mode.LIVE, "the mode the comparison began in is restored"
