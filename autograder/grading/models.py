@@ -2,6 +2,10 @@
 
 An outcome is a kind, a reason and notes; it becomes text only where a person reads it
 (``Outcome.render``: the CSVs, the terminal table, the summary).
+
+Four things are called a report: ``GradingReport`` here is what ``grade`` returns for the class (its rows);
+``RunReport`` (``run_report.py``) is one submission's sealed run and verdicts; ``ClassReport``
+(``class_report.py``) is the instructor's page; ``reports.py`` writes the CSVs and the summary from the rows.
 """
 
 from __future__ import annotations
