@@ -8,11 +8,11 @@ TRITON_INTERPRET=1 itself when there is no GPU. The GPU tests are skipped withou
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 import pytest
 import torch
 import torch.nn.functional as F
+from child_processes import live_children
 
 if not torch.cuda.is_available():
     os.environ.setdefault("TRITON_INTERPRET", "1")
@@ -172,16 +172,7 @@ def test_one_compile_child_serves_every_check_and_one_that_dies_fails_only_its_o
 
 def compile_children() -> list[int]:
     """This process's live compile children (they run ``course_utils/gpu_build.py``), as the system lists them."""
-    found = []
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            state, parent = stat.read_text().rpartition(")")[2].split()[:2]
-            command = (stat.parent / "cmdline").read_bytes().split(b"\0")
-        except (OSError, IndexError):
-            continue  # gone while we looked
-        if int(parent) == os.getpid() and state != "Z" and any(part.endswith(b"gpu_build.py") for part in command):
-            found.append(int(stat.parent.name))
-    return found
+    return live_children(lambda command: any(part.endswith(b"gpu_build.py") for part in command))
 
 
 def test_the_compile_child_gets_the_key_it_would_work_out_itself():

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from child_processes import live_children
 
 from autograder.grading import sandbox
 from autograder.grading.sandbox import SandboxLimits, run_sealed, sandbox_problem
@@ -105,16 +106,7 @@ def test_a_submission_leaves_nothing_for_the_next_and_cannot_reach_the_runner() 
 
 def sealed_runners() -> set[int]:
     """This process's live sealed runners (a bwrap that serves ``/grader/sealed_run.py``), as the system lists them."""
-    found = set()
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            state, parent = stat.read_text().rpartition(")")[2].split()[:2]
-            command = (stat.parent / "cmdline").read_bytes().split(b"\0")
-        except (OSError, ValueError):
-            continue  # gone while we looked
-        if int(parent) == os.getpid() and state != "Z" and command[0].endswith(b"bwrap") and b"/grader/sealed_run.py" in command:
-            found.add(int(stat.parent.name))
-    return found
+    return set(live_children(lambda command: command[0].endswith(b"bwrap") and b"/grader/sealed_run.py" in command))
 
 
 SCAN = """
