@@ -16,6 +16,8 @@ from typing import Any
 from course_utils.reference import (
     cell_source,
     hidden_part,
+    is_carried,
+    is_showcase,
     is_solution_cell,
     is_test_cell,
     nbgrader_meta,
@@ -24,9 +26,7 @@ from course_utils.reference import (
 
 from .course import ASSIGNMENT_NAME
 from .nbgrader_ext.discussion import discussion_runs, is_discussion
-from .nbgrader_ext.showcase import is_showcase
 
-CARRIED_TAG = "carried"  # a function carried over from an earlier notebook: the student pastes their own
 DEFINITIONS = (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 RANDOM_DRAW = re.compile(r"torch\.(randn|rand|randint|randperm)\(")
 
@@ -160,10 +160,6 @@ def _solution_cell_problems(cell: dict[str, Any], graded_functions: list[str]) -
     return found
 
 
-def is_carried(cell: dict[str, Any]) -> bool:
-    return CARRIED_TAG in cell.get("metadata", {}).get("tags", [])
-
-
 def _carried_cell_problems(cell: dict[str, Any], path: Path) -> list[str]:
     """A carried cell holds one graded function of an earlier notebook, which the student pastes in:
     one function, one autograd Function (its methods), or a Triton kernel and the launcher that calls it
@@ -292,27 +288,6 @@ def _untrue_labels(source: str) -> list[str]:
         if len(node.args) >= 2 and "ref." in ast.unparse(node.args[1]) and "solution" not in label:
             found.append(f"the label {label or '(none)'} of a comparison with the solution must say so")
     return found
-
-
-def cells_tested_by(notebook: dict[str, Any]) -> dict[str, set[str]]:
-    """test grade id -> the graded cells whose names the test cell uses (carried and showcase cells are not graded here).
-
-    What a test reaches through a stand-in does not count: a stood-in name is used by the stand-in's key
-    (``{"DecoderBlock": ReferenceBlock}``), not as a name.
-    """
-    owner = {}
-    for cell in notebook["cells"]:
-        if is_solution_cell(cell) and not is_carried(cell) and not is_showcase(cell):
-            tree = ast.parse(cell_source(cell))
-            for node in tree.body:
-                if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
-                    owner[node.name] = nbgrader_meta(cell)["grade_id"]
-    tested = {}
-    for cell in notebook["cells"]:
-        if is_test_cell(cell):
-            names = {node.id for node in ast.walk(ast.parse(cell_source(cell))) if isinstance(node, ast.Name)}
-            tested[nbgrader_meta(cell)["grade_id"]] = {owner[name] for name in names if name in owner}
-    return tested
 
 
 def _optional_parameters(function: ast.FunctionDef) -> list[tuple[str, int | None]]:

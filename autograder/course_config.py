@@ -96,19 +96,21 @@ def _configure_feedback(c: Config, course_root: Path, source_dir: Path | str) ->
     c.RestoreDiscussions.source_dir = str(Path(course_root) / source_dir)
 
 
+# The course's own steps, named by their import path as nbgrader's lists allow: the configuration stays below the
+# grading code that those steps use (no import reaches up from here).
+EXT = "autograder.nbgrader_ext"
+
+
 def _generate_assignment_steps() -> list[Any]:
     """nbgrader's generate_assignment steps, with the discussions of graded questions and the showcase
     cells withheld before solutions are cleared and the student's course cells stamped last."""
     from nbgrader.converters import GenerateAssignment
     from nbgrader.preprocessors import ClearSolutions
 
-    from .nbgrader_ext.course_cells import StampStudentCells
-    from .nbgrader_ext.discussion import WithholdDiscussion
-    from .nbgrader_ext.showcase import WithholdShowcase
-
-    steps = list(GenerateAssignment.class_traits()["preprocessors"].default())
-    steps[steps.index(ClearSolutions) : steps.index(ClearSolutions)] = [WithholdDiscussion, WithholdShowcase]
-    return [*steps, StampStudentCells]
+    steps: list[Any] = list(GenerateAssignment.class_traits()["preprocessors"].default())
+    at = steps.index(ClearSolutions)
+    steps[at:at] = [f"{EXT}.discussion.WithholdDiscussion", f"{EXT}.showcase.WithholdShowcase"]
+    return [*steps, f"{EXT}.course_cells.StampStudentCells"]
 
 
 def _autograde_sanitize_steps() -> list[Any]:
@@ -117,9 +119,6 @@ def _autograde_sanitize_steps() -> list[Any]:
     from nbgrader.converters import Autograde
     from nbgrader.preprocessors import OverwriteCells
 
-    from .nbgrader_ext.admission import AdmitSubmission, OverwriteCellsQuietly
-
-    steps = [
-        OverwriteCellsQuietly if step is OverwriteCells else step for step in Autograde.class_traits()["sanitize_preprocessors"].default()
-    ]
-    return [AdmitSubmission, *steps]
+    defaults = Autograde.class_traits()["sanitize_preprocessors"].default()
+    quiet = f"{EXT}.admission.OverwriteCellsQuietly"
+    return [f"{EXT}.admission.AdmitSubmission", *(quiet if step is OverwriteCells else step for step in defaults)]

@@ -17,11 +17,9 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from course_utils.reference import cell_source, is_solution_cell, nbgrader_meta
+from course_utils.reference import cell_source, is_carried, is_showcase, is_solution_cell, nbgrader_meta
 
-from .contract import is_carried
 from .course import list_assignments
-from .nbgrader_ext.showcase import is_showcase
 
 RUN = 3
 MIN_CHARS = 40

@@ -52,6 +52,38 @@ def is_test_cell(cell: dict[str, Any]) -> bool:
     return cell.get("cell_type") == "code" and bool(meta.get("grade")) and not meta.get("solution")
 
 
+CARRIED_TAG = "carried"  # a function carried over from an earlier notebook: the student pastes their own
+SHOWCASE_TAG = "showcase"  # solutions only: code that would give an exercise away, withheld from the release
+
+
+def is_carried(cell: dict[str, Any]) -> bool:
+    return CARRIED_TAG in cell.get("metadata", {}).get("tags", [])
+
+
+def is_showcase(cell: dict[str, Any]) -> bool:
+    return SHOWCASE_TAG in cell.get("metadata", {}).get("tags", [])
+
+
+def cells_tested_by(notebook: dict[str, Any]) -> dict[str, set[str]]:
+    """test grade id -> the graded cells whose names the test cell uses (carried and showcase cells are not graded here).
+
+    What a test reaches through a stand-in does not count: a stood-in name is used by the stand-in's key
+    (``{"DecoderBlock": ReferenceBlock}``), not as a name.
+    """
+    owner = {}
+    for cell in notebook["cells"]:
+        if is_solution_cell(cell) and not is_carried(cell) and not is_showcase(cell):
+            for node in ast.parse(cell_source(cell)).body:
+                if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+                    owner[node.name] = nbgrader_meta(cell)["grade_id"]
+    tested = {}
+    for cell in notebook["cells"]:
+        if is_test_cell(cell):
+            names = {node.id for node in ast.walk(ast.parse(cell_source(cell))) if isinstance(node, ast.Name)}
+            tested[nbgrader_meta(cell)["grade_id"]] = {owner[name] for name in names if name in owner}
+    return tested
+
+
 def _split_hidden(source: str) -> tuple[str, str]:
     """(visible, hidden) lines of a test cell, delimited the way nbgrader's ClearHiddenTests does it."""
     visible, hidden, inside = [], [], False

@@ -6,10 +6,11 @@ import json
 
 import pytest
 
-from autograder.contract import cells_tested_by, problems, unexercised_options
+from autograder.contract import problems, unexercised_options
 from autograder.course import list_assignments
 from autograder.mistakes import CHARGED_THROUGH, MISTAKES
 from autograder.settings import SOLUTIONS_DIR
+from course_utils.reference import cells_tested_by
 
 
 @pytest.mark.parametrize("assignment", list_assignments())

@@ -15,7 +15,6 @@ from browser_page import PageWatch, chromium, needs_chromium
 from held_out import HELD_OUT
 from helpers import ASSIGNMENTS, GradedClass, leaked_hidden_lines, tree_digest, variant_rounds
 
-from autograder.contract import cells_tested_by
 from autograder.demo import DEMO_ASSIGNMENTS, DEMO_MISTAKES
 from autograder.demo import build_class as build_demo_class
 from autograder.grading.models import MISCONCEPTION_SEPARATOR, AssignmentSpec
@@ -24,6 +23,7 @@ from autograder.grading.verdicts import graded_names
 from autograder.mistakes import CHARGED_THROUGH, CORRECT_VARIANTS, MISTAKES
 from autograder.nbgrader_ext.discussion import WITHHELD_NOTE, is_discussion
 from autograder.settings import REPO_ROOT, SOLUTIONS_DIR
+from course_utils.reference import cells_tested_by
 
 pytestmark = pytest.mark.slow
 

@@ -74,3 +74,42 @@ def test_no_import_cycles() -> None:
     graph = import_graph()
     assert "course_utils.recording" in graph and "autograder.grading.models" in graph, "the graph covers both packages"
     assert cycles(graph) == []
+
+
+# Who stands above whom: a module may import those of its own layer and the layers below, never one above.
+# course_utils is what notebooks import; the grading code uses it; nbgrader's steps (nbgrader_ext) run inside nbgrader
+# and use the grading code; the command line and the builders of the course use everything.
+LAYERS = (
+    ("course_utils",),
+    ("autograder.settings", "autograder.offline_markdown", "autograder.authoring"),
+    ("autograder.grading", "autograder.course", "autograder.course_config", "autograder.submissions", "autograder.mistakes"),
+    ("autograder.nbgrader_ext",),
+    # the builders and checkers of the course, and the command line
+    ("autograder.release", "autograder.site", "autograder.demo", "autograder.contract", "autograder.given_away", "autograder"),
+)
+
+
+def layer(module: str) -> int:
+    """The layer of ``module``: that of the longest prefix named in LAYERS."""
+    matches = [
+        (len(prefix), index)
+        for index, prefixes in enumerate(LAYERS)
+        for prefix in prefixes
+        if module == prefix or module.startswith(prefix + ".")
+    ]
+    assert matches, f"{module} is in no layer of LAYERS: place it"
+    return max(matches)[1]
+
+
+def arrows_up(graph: dict[str, set[str]]) -> list[str]:
+    return sorted(f"{module} -> {target}" for module, targets in graph.items() for target in targets if layer(target) > layer(module))
+
+
+def test_no_module_imports_one_above_it() -> None:
+    assert arrows_up(import_graph()) == []
+
+
+def test_an_arrow_up_is_seen() -> None:
+    assert arrows_up({"autograder.grading.worker": {"autograder.nbgrader_ext.admission"}, "autograder.nbgrader_ext.admission": set()}) == [
+        "autograder.grading.worker -> autograder.nbgrader_ext.admission"
+    ]

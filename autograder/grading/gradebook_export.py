@@ -31,7 +31,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from course_utils.reference import assignment_notebook
+from course_utils.reference import assignment_notebook, cells_tested_by
 
 from ..course import list_assignments, scratch_course
 from ..settings import SOLUTIONS_DIR, put_environment_on_path
@@ -117,8 +117,6 @@ def export_to_gradebook(
 
 def _cells_tested(solutions_dir: Path, assignment: str) -> dict[str, set[str]]:
     """test -> the answer cells (grade ids) whose functions it uses."""
-    from ..contract import cells_tested_by
-
     notebook = json.loads(assignment_notebook(solutions_dir, assignment).read_text(encoding="utf-8"))
     return cells_tested_by(notebook)
 

@@ -15,16 +15,13 @@ import nbformat
 from nbformat.notebooknode import NotebookNode
 from nbgrader.preprocessors import NbGraderPreprocessor
 
-SHOWCASE_TAG = "showcase"
+from course_utils.reference import is_showcase
+
 WITHHELD_NOTE = (
     "*The solutions notebook has code here: {what}. It is not graded, and it is left out of this version "
     "because it would give away an exercise. Once you have done yours, read it on the course's solutions site "
     '(the course README, section "Self-learners"), or ask your instructor when they share the solutions.*'
 )
-
-
-def is_showcase(cell: NotebookNode | dict[str, Any]) -> bool:
-    return SHOWCASE_TAG in cell.get("metadata", {}).get("tags", [])
 
 
 def _what_it_shows(run: list[NotebookNode]) -> str:
