@@ -160,7 +160,19 @@ def _left_padding(rng: random.Random) -> dict[str, Any]:
         longer = rng.randint(2, T - 1)
         lengths = (longer, rng.randint(1, longer - 1))
         pairs, rows = sum(L * (L + 1) // 2 for L in lengths), sum(T - L for L in lengths)
-        if pairs != rows:  # else the two numbers swapped would be right
+        # The right answer and the typical wrong ones must all differ, or a wrong answer could not say which idea
+        # was missing: right padding assumed, padding on the queries, no causal part, no padding, a pad query that
+        # sees itself, the two numbers swapped.
+        answers = {
+            (pairs, rows),
+            (sum(min(i + 1, L) for L in lengths for i in range(T)), 0),
+            (sum(i + 1 for L in lengths for i in range(T - L, T)), rows),
+            (sum(T * L for L in lengths), 0),
+            (len(lengths) * T * (T + 1) // 2, 0),
+            (pairs + rows, 0),
+            (rows, pairs),
+        }
+        if len(answers) == 7:
             return {"lengths": lengths, "T": T}
 
 
@@ -259,7 +271,10 @@ QUESTIONS: dict[tuple[str, str], _Question] = {
         }
     ),
     ("05_multi_head_attention", "lookback_distance"): _Question(
-        {"P": 6}, lambda rng: {"P": rng.choice((3, 5, 7, 8, 9, 10, 12))}, lambda v: f"period $P = {v['P']}$"
+        # never 4 (the plot's period) nor 3 (its distance, which "the distance is the period" would then give too)
+        {"P": 6},
+        lambda rng: {"P": rng.choice((5, 7, 8, 9, 10, 12))},
+        lambda v: f"period $P = {v['P']}$",
     ),
     ("05_multi_head_attention", "gqa_cache_bytes"): _Question(
         {"layers": 80, "H_q": 64, "H_kv": 8, "d": 128, "T": 4096},

@@ -1,7 +1,7 @@
 """The guides' commands run as written: every command block of docs/instructors.md and docs/students.md.
 
-A copy of the course (the packages, nbgrader_config.py, course.toml and notebook 01) stands in for an
-instructor's checkout, with the test environment's venv as its ``.venv``. What the guides say the
+A copy of the course (the packages, nbgrader_config.py, course.toml and notebook 01, under ~/.cache) stands in
+for an instructor's checkout, with the test environment's venv as its ``.venv``. What the guides say the
 instructor already has is made here: the LMS's roster (four students, one of whom hands in nothing), an
 LMS zip, and, after the assignment is released, three students who fetch and submit through nbgrader's
 exchange, one of them late and one with an extension. The blocks then run in the order of the page, each
@@ -88,10 +88,15 @@ def test_the_blocks_are_found_and_every_skip_says_why() -> None:
     assert len(skipped) <= 1, "only a block that starts servers may be skipped"
 
 
+# Outside the checkout (another test checks that grading writes nothing into it) and outside /tmp (the sandbox
+# mounts its own /tmp over it).
+COURSES = Path.home() / ".cache" / "attention-course-tests"
+
+
 @pytest.fixture
 def course() -> Iterator[Path]:
-    """A copy of the course outside /tmp (the sandbox hides /tmp), removed afterwards."""
-    root = REPO_ROOT / "build" / f"docs-course-{uuid.uuid4().hex[:8]}"
+    """A copy of the course, removed afterwards."""
+    root = COURSES / f"docs-course-{uuid.uuid4().hex[:8]}"
     ignore = shutil.ignore_patterns("__pycache__", "*.pyc", ".ipynb_checkpoints")
     for package in ("autograder", "course_utils"):
         shutil.copytree(REPO_ROOT / package, root / package, ignore=ignore)
@@ -104,8 +109,6 @@ def course() -> Iterator[Path]:
         yield root
     finally:
         shutil.rmtree(root, ignore_errors=True)
-        if (REPO_ROOT / "build").is_dir() and not any((REPO_ROOT / "build").iterdir()):
-            (REPO_ROOT / "build").rmdir()
 
 
 def environment(course: Path) -> dict[str, str]:

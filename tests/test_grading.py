@@ -100,8 +100,10 @@ def test_every_student_and_assignment_has_one_grade_row(graded_class: GradedClas
     students = sorted(p.name for p in graded_class.submissions.iterdir())
     with (graded_class.out / GRADES_CSV).open() as handle:
         rows = list(csv.DictReader(handle))
-    assert list(rows[0]) == ["student_id", "assignment", "score", "max_score", "kind", "status"]
+    columns = ["student_id", "assignment", "score", "max_score", "kind", "status", "submitted_at", "due", "late_penalty"]
+    assert list(rows[0]) == columns  # as docs/instructors.md's "What OUT holds" lists them
     assert sorted((r["student_id"], r["assignment"]) for r in rows) == sorted((s, a) for s in students for a in ASSIGNMENTS)
+    assert all(r["due"] == "" and float(r["late_penalty"]) == 0 for r in rows)  # the class was graded with no due date
 
 
 def test_tests_csv_has_one_row_per_graded_test(graded_class: GradedClass) -> None:

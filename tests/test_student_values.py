@@ -150,6 +150,14 @@ def _passes(answer: Any, expected: Any, question: str) -> bool:
         return False
 
 
+def _same_answer(first: Any, second: Any, question: str) -> bool:
+    """Two answers a grader cannot tell apart: one passes as the other (an answer of the wrong form never does)."""
+    try:
+        return _passes(first, second, question)
+    except (TypeError, ValueError):
+        return False
+
+
 def _ids(count: int, seed: int = 0) -> list[str]:
     rng = random.Random(seed)
     return ["".join(rng.choice(string.ascii_lowercase + string.digits) for _ in range(rng.randint(3, 10))) for _ in range(count)]
@@ -207,6 +215,11 @@ def test_every_variant_tells_the_right_answer_from_the_typical_wrong_ones(assign
             assert _passes(solution(), right, question), (student, dict(values))
             for module, correct in modules:
                 assert _passes(getattr(module, cell)(), right, question) == correct, (student, dict(values), module.__name__)
+            # Two mistakes that give one answer could not be told apart: the feedback would name both.
+            wrong = [(m.name, getattr(module, cell)()) for m, (module, _) in zip(mistakes, modules)]
+            for i, (first, answer) in enumerate(wrong):
+                for second, other in wrong[i + 1 :]:
+                    assert not _same_answer(answer, other, question), (student, dict(values), first, second)
         for wrong in _typical_wrong(question, values):
             assert not _passes(wrong, right, question), (student, dict(values), wrong)
         if values.options or "order" in values:
