@@ -7,6 +7,7 @@ The ``.ipynb`` files in ``solutions/`` are the source of truth; edit them in Jup
 
 from __future__ import annotations
 
+import re
 import textwrap
 from typing import TYPE_CHECKING
 
@@ -52,8 +53,16 @@ SELF_CHECK_INTRO_ID = "self-check-intro"
 SELF_CHECK_ID = "self-check"
 
 
-def stamp_course_cells(nb: NotebookNode, path: str, *, student: bool, address: CourseAddress | None = None) -> bool:
+COURSE_POSITION = re.compile(r"(notebook \d+ of )\d+")  # in the title cell: "notebook 3 of 9"
+
+
+def stamp_course_cells(
+    nb: NotebookNode, path: str, *, student: bool, address: CourseAddress | None = None, course_size: int | None = None
+) -> bool:
     """Put the course's standard cells into ``nb``; ``path`` is its place in the repository.
+
+    With ``course_size``, the title cell's "notebook N of M" says how many notebooks the course has now, so a
+    new notebook needs no edit of the others.
 
     First, under the title: the Colab badge and the setup cell, from ``course_utils.colab`` and
     the course's address (``course.toml`` unless ``address`` is given). Last: the self-check
@@ -90,6 +99,10 @@ def stamp_course_cells(nb: NotebookNode, path: str, *, student: bool, address: C
     for cell_id, cell in stamped.items():
         cell["id"] = cell_id
     rest = [c for c in nb.cells if c.get("id") not in stamped]
+    if course_size is not None and rest and COURSE_POSITION.search(rest[0].source):
+        title = nbformat.from_dict(dict(rest[0]))  # a new cell: the comparison below must see the change
+        title.source = COURSE_POSITION.sub(rf"\g<1>{course_size}", title.source, count=1)
+        rest[0] = title
     # The badge right under the title, on the first screen; the setup cell before any import.
     cells = rest[:1] + [stamped[BADGE_CELL_ID], stamped[SETUP_CELL_ID]] + rest[1:] + [stamped[SELF_CHECK_INTRO_ID], stamped[SELF_CHECK_ID]]
     changed = [(c.cell_type, c.get("id"), c.source) for c in cells] != [(c.cell_type, c.get("id"), c.source) for c in nb.cells]

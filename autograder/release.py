@@ -44,7 +44,9 @@ def stamp_solution(solutions_dir: Path, name: str) -> bool:
     """Write the course cells (Colab badge and setup, self-check) into the solution notebook; True when the file changed."""
     path = assignment_notebook(solutions_dir, name)
     notebook = nbformat.read(path, as_version=4)
-    changed = stamp_course_cells(notebook, f"solutions/{name}/{name}.ipynb", student=False)
+    changed = stamp_course_cells(
+        notebook, f"solutions/{name}/{name}.ipynb", student=False, course_size=len(list_assignments(solutions_dir))
+    )
     if changed:
         nbformat.write(notebook, path)
     return changed
@@ -107,7 +109,7 @@ def stale_notebooks(solutions_dir: Path = SOLUTIONS_DIR, notebooks_dir: Path = N
 
 def _unstamped(solutions_dir: Path, name: str) -> bool:
     notebook = nbformat.read(assignment_notebook(solutions_dir, name), as_version=4)
-    return stamp_course_cells(notebook, f"solutions/{name}/{name}.ipynb", student=False)
+    return stamp_course_cells(notebook, f"solutions/{name}/{name}.ipynb", student=False, course_size=len(list_assignments(solutions_dir)))
 
 
 def _files(folder: Path) -> set[str]:

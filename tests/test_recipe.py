@@ -50,3 +50,15 @@ def test_a_new_notebook_is_told_each_file_it_lacks(tmp_path: Path) -> None:
         "no tests/held_out/sparse_attention.py (its HELD_OUT)",
         "no row '| 10 | …' in README.md's course table",
     ]
+
+
+def test_a_new_notebook_changes_the_count_in_every_title() -> None:
+    """Release rewrites "notebook N of M" from the course's size: adding notebook 10 edits no other notebook by hand."""
+    import nbformat
+
+    from autograder.authoring import stamp_course_cells
+
+    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("# 03 · Scaling\n\n*The course — notebook 3 of 9.*")])
+    assert stamp_course_cells(notebook, "solutions/03_x/03_x.ipynb", student=False, course_size=10)
+    assert "notebook 3 of 10." in notebook.cells[0].source
+    assert not stamp_course_cells(notebook, "solutions/03_x/03_x.ipynb", student=False, course_size=10)  # stamping twice changes nothing
