@@ -9,6 +9,7 @@ import sys
 
 import nbformat
 
+from autograder.authoring import COURSE_POSITION
 from autograder.contract import problems
 from autograder.course import list_assignments
 from autograder.given_away import given_away
@@ -33,9 +34,12 @@ def test_release_is_deterministic(tmp_path) -> None:
 
 
 def one_assignment(tmp_path, folder) -> str:
-    """A copy of the first assignment's folder of ``folder`` (solutions/ or notebooks/): one notebook to regenerate, not eight."""
+    """A copy of the first assignment's folder of ``folder`` (solutions/ or notebooks/): one notebook to regenerate, not
+    eight. A course of one, so its title says "notebook 1 of 1", as release writes it for such a course."""
     name = list_assignments()[0]
     shutil.copytree(folder / name, tmp_path / folder.name / name)
+    copied = tmp_path / folder.name / name / f"{name}.ipynb"
+    copied.write_text(COURSE_POSITION.sub(r"\g<1>1", copied.read_text(encoding="utf-8"), count=1), encoding="utf-8")
     return name
 
 
