@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from autograder.grading.deadlines import Deadlines, LatePolicy, apply_deadlines, load_deadlines, read_timestamp
+from autograder.grading.deadlines import Deadlines, LatePolicy, apply_deadlines, load_deadlines, parse_timestamp, read_timestamp
 from autograder.grading.intake import opened, take_in
 from autograder.grading.models import GradeRow, Kind, Outcome, SubmittedAt
 from course_utils.colab import course_address, parse_address, write_address
@@ -141,3 +141,30 @@ def test_setting_the_address_keeps_the_due_dates(tmp_path: Path) -> None:
     assert course_address(path).repository == "https://github.com/someone/attention"
     assert course_address(path).branch == "term2"
     assert load_deadlines(path, [A]).due == {A: DUE}
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("2026-12-02 08:15:00.123456 UTC", datetime(2026, 12, 2, 8, 15, 0, 123456, UTC)),  # as nbgrader's exchange writes it
+        ("2026-12-02T09:15:00+01:00", datetime(2026, 12, 2, 8, 15, tzinfo=UTC)),
+        ("2026-12-02 08:15:00", datetime(2026, 12, 2, 8, 15, tzinfo=UTC)),
+        ("2026-12-02 08:15:00 /dev/stdin", None),  # a general parser would open this as a time-zone file, and wait
+        ("2026-13-02 08:15:00 UTC", None),
+        ("yesterday", None),
+    ],
+)
+def test_a_hand_in_time_is_read_strictly(text: str, expected: datetime | None) -> None:
+    found = parse_timestamp(text)
+    assert (found.time if found else None) == expected
+
+
+def test_within_the_grace_is_on_time_and_all_lost_is_zero() -> None:
+    deadlines = Deadlines({A: DUE}, {}, LatePolicy(penalty_per_day=1.0, grace_minutes=10))
+    times = {
+        ("grace", A): SubmittedAt(DUE + timedelta(minutes=9), "timestamp.txt"),
+        ("late", A): SubmittedAt(DUE + timedelta(hours=1), "timestamp.txt"),
+    }
+    grace, late = apply_deadlines([row("grace", 7.3), row("late", 7.3)], times, deadlines)
+    assert grace.score == 7.3 and not grace.outcome.notes and grace.lateness.late_by == timedelta(0)
+    assert late.score == 0.0 and late.lateness.penalty == 7.3 and "100% off" in late.status

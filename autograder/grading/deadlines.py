@@ -22,6 +22,7 @@ share; a row with a due date but no known time says so and loses nothing.
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -110,18 +111,31 @@ def _number(path: Path, key: str, value: object, low: float, high: float | None)
     return float(value)
 
 
+# What nbgrader's exchange writes (its default timestamp_format, "%Y-%m-%d %H:%M:%S.%f %Z", in UTC), or an ISO time.
+# Read strictly: the file is the student's, and a general parser would look a zone name up as a file path.
+TIMESTAMP = re.compile(r"(\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2}(?:\.\d{1,6})?) ?(UTC|Z|[+-]\d{2}:?\d{2})?")
+
+
 def read_timestamp(notebook: Path) -> SubmittedAt | None:
     """The hand-in time nbgrader's exchange recorded beside ``notebook`` (``timestamp.txt``), if readable."""
     stamp = notebook.parent / TIMESTAMP_FILE
     if stamp.is_symlink() or not stamp.is_file() or stamp.stat().st_size > MAX_TIMESTAMP_BYTES:
         return None
-    from nbgrader.utils import parse_utc
+    return parse_timestamp(stamp.read_text(encoding="utf-8", errors="replace"))
 
-    try:
-        parsed = parse_utc(stamp.read_text(encoding="utf-8", errors="replace").strip())
-    except (ValueError, OverflowError, TypeError):
+
+def parse_timestamp(text: str) -> SubmittedAt | None:
+    """A hand-in time as nbgrader writes it (UTC when no zone is given); None for anything else."""
+    found = TIMESTAMP.fullmatch(text.strip())
+    if found is None:
         return None
-    return SubmittedAt(parsed.replace(tzinfo=timezone.utc), TIMESTAMP_FILE)
+    zone = found.group(2) or "UTC"
+    offset = "+00:00" if zone in ("UTC", "Z") else zone
+    try:
+        moment = datetime.fromisoformat(found.group(1).replace(" ", "T") + offset)
+    except ValueError:  # a month 13, an hour 25
+        return None
+    return SubmittedAt(moment.astimezone(timezone.utc), TIMESTAMP_FILE)
 
 
 def apply_deadlines(rows: list[GradeRow], times: dict[tuple[str, str], SubmittedAt], deadlines: Deadlines) -> list[GradeRow]:
@@ -141,18 +155,18 @@ def _held_to(row: GradeRow, handed_in: SubmittedAt | None, deadlines: Deadlines)
         lateness = Lateness(due, None, extended=extended)
         note = f"no hand-in time came with it (nbgrader's {TIMESTAMP_FILE} or a zip's date): not held to the due date {_shown(due)}"
         return replace(row, outcome=replace(row.outcome, notes=(*row.outcome.notes, note)), lateness=lateness)
-    late_by = max(handed_in.time - due, timedelta(0))
+    late_by = handed_in.time - due
+    if late_by <= timedelta(minutes=deadlines.policy.grace_minutes):  # on time, or within the grace
+        return replace(row, lateness=Lateness(due, handed_in.time, handed_in.source, extended=extended))
     share = deadlines.policy.share_lost(late_by)
-    penalty = round(row.score * share, 6)
-    lateness = Lateness(due, handed_in.time, handed_in.source, late_by, penalty, extended)
-    if late_by <= timedelta(0):
-        return replace(row, lateness=lateness)
+    score = round(row.score * (1 - share), 6)  # exactly 0 when all is lost
+    lateness = Lateness(due, handed_in.time, handed_in.source, late_by, row.score - score, extended)
     which = "extended due date" if extended else "due date"
     note = (
         f"late by {_duration(late_by)} (handed in {_shown(handed_in.time)} by its {handed_in.source}, {which} {_shown(due)}): "
-        f"{share:.0%} off, {penalty:g} of the {row.score:g} points its tests gave"
+        f"{share:.0%} off, {lateness.penalty:g} of the {row.score:g} points its tests gave"
     )
-    return replace(row, score=row.score - penalty, outcome=replace(row.outcome, notes=(*row.outcome.notes, note)), lateness=lateness)
+    return replace(row, score=score, outcome=replace(row.outcome, notes=(*row.outcome.notes, note)), lateness=lateness)
 
 
 def _shown(moment: datetime) -> str:

@@ -104,10 +104,11 @@ def export_to_gradebook(
             if row.outcome.kind is Kind.MISSING:
                 export.missing.append(pair)
                 continue
-            row_tests = [results.get((*pair, test)) for test in _tests_of(gradebook, row.assignment)]
-            found = [t for t in row_tests if t is not None]
+            tests_here = _tests_of(gradebook, row.assignment)
+            found = [results[(*pair, test)] for test in tests_here if (*pair, test) in results]
             comments = _cell_comments(found, tested_cells[row.assignment]) if row.outcome.scored else {}
-            _write_submission(gradebook, row, {t.test: t.score for t in found}, f"Autograder: {row.status}", comments)
+            scores = {test: results[(*pair, test)].score if (*pair, test) in results else 0.0 for test in tests_here}
+            _write_submission(gradebook, row, scores, f"Autograder: {row.status}", comments)
             (export.written if row.outcome.scored else export.not_graded).append(pair)
             if course_dir is not None and autograded and pair in autograded and row.outcome.scored:
                 _place_autograded(course_dir, row, autograded[pair])
