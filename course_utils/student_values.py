@@ -409,9 +409,11 @@ def _code_cells(notebook: Mapping[str, Any]) -> Iterator[Any]:
 
 
 def _id_assignment(source: str) -> ast.Assign | None:
+    if ID_VARIABLE not in source:
+        return None  # most cells: no parse of the student's code at all
     try:
         tree = ast.parse(source)
-    except SyntaxError:
+    except (SyntaxError, ValueError, RecursionError, MemoryError):  # the student's text: any of these, never a crash
         return None
     for node in tree.body:
         if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == ID_VARIABLE for t in node.targets):

@@ -286,3 +286,12 @@ def test_graded_against_the_graded_students_values(tmp_path: Path) -> None:
     lost = {test for test, score in report.tests_of("ben", assignment).items() if score == 0}
     assert lost == questions, lost
     assert "the notebook's STUDENT_ID is 'cleo', not this submission's student 'ben': graded against 'ben''s values" in ben.outcome.notes
+
+
+def test_a_cell_the_parser_chokes_on_is_read_as_setting_no_id() -> None:
+    """The grader reads STUDENT_ID from the student's text outside the sandbox: no text may crash it."""
+    deep = {"cell_type": "code", "source": "STUDENT_ID = " + "(" * 200_000 + "1" + ")" * 200_000}
+    null = {"cell_type": "code", "source": 'STUDENT_ID = "x\x00"'}
+    notebook = {"cells": [deep, null]}
+    assert notebook_student_id(notebook) is None and student_id_note(notebook, "y") == ""
+    assert with_student_id(notebook, "y")["cells"] == notebook["cells"]
