@@ -28,14 +28,15 @@ import random
 import sys
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, Callable, Iterator, Mapping
+from typing import Any, Callable, Iterator, Mapping, Sequence, TypeVar
 
 from .comparisons import _fail
 from .runtime import is_grading
 
+T = TypeVar("T")
 LETTERS = "abcdefghij"
 ID_VARIABLE = "STUDENT_ID"
-ID_CELL = "student-id"  # the cell id of the cell under the title that sets STUDENT_ID
+ID_CELL = "student-id"  # the cell id of the cell after the imports that sets STUDENT_ID
 STUDENT_ID_LINE = 'STUDENT_ID = ""  # your id exactly as on the course roster, e.g. "jsmith"'
 
 
@@ -92,6 +93,14 @@ class QuestionValues(Mapping[str, Any]):
     def letter(self, key: str) -> str:
         """The letter this student's question gives the option ``key``."""
         return LETTERS[self.keys_in_order.index(key)]
+
+    def arrange(self, items: Sequence[T]) -> list[T]:
+        """``items``, given in the example's order of the options (or maps), put in this student's order: what the
+        page shows under letter A, B, ... without naming on the page which one is which."""
+        example = tuple(QUESTIONS[(self.assignment, self.question)].example["order"])
+        if len(items) != len(example):
+            raise ValueError(f"{self.question} orders {len(example)} items, not {len(items)}")
+        return [items[example.index(key)] for key in self.keys_in_order]
 
 
 @dataclass(frozen=True)
@@ -393,7 +402,7 @@ def check_student_id(student: Any) -> bool:
             "STUDENT_ID",
             f"is {student!r}, so your questions show the example values, not yours",
             inputs=None,
-            hint='set STUDENT_ID in the cell under the title to your id as on the roster (e.g. STUDENT_ID = "jsmith"), '
+            hint='set STUDENT_ID in its cell near the top (just after the imports) to your id as on the roster (e.g. STUDENT_ID = "jsmith"), '
             "run the notebook again from the top, and answer for the values printed then",
         )
     return True

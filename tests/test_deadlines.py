@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 import zipfile
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -168,3 +169,29 @@ def test_within_the_grace_is_on_time_and_all_lost_is_zero() -> None:
     grace, late = apply_deadlines([row("grace", 7.3), row("late", 7.3)], times, deadlines)
     assert grace.score == 7.3 and not grace.outcome.notes and grace.lateness.late_by == timedelta(0)
     assert late.score == 0.0 and late.lateness.penalty == 7.3 and "100% off" in late.status
+
+
+def test_a_timestamp_handed_in_inside_a_zip_is_never_read(tmp_path: Path) -> None:
+    """The LMS dates its zip's entries; a timestamp.txt in the student's own zip is the student's text."""
+    inner = tmp_path / "smith.zip"
+    with zipfile.ZipFile(inner, "w") as zipped:
+        zipped.writestr(zipfile.ZipInfo(f"{A}.ipynb", date_time=(2026, 12, 20, 0, 0, 0)), "{}")
+        zipped.writestr("timestamp.txt", "2000-01-01 00:00:00.000000 UTC")
+    lms = tmp_path / "lms.zip"
+    with zipfile.ZipFile(lms, "w") as zipped:
+        info = zipfile.ZipInfo("smith_12345_67890_sub.zip", date_time=(2026, 12, 20, 12, 0, 0))
+        zipped.writestr(info, inner.read_bytes())
+        zipped.writestr(zipfile.ZipInfo("jones_12346_67891_sub.zip", date_time=(2026, 12, 20, 12, 0, 0)), inner.read_bytes())
+    with opened(lms) as received:
+        intake = take_in(received, [A], {})
+    smith = intake.chosen[("smith", A)].submitted_at
+    assert smith is not None and smith.source == "zip entry date" and smith.time == datetime(2026, 12, 20, 12, 0).astimezone(UTC)
+
+    folder = tmp_path / "folder"
+    (folder / "smith").mkdir(parents=True)
+    (folder / "jones").mkdir()
+    shutil.copy(inner, folder / "smith" / "work.zip")  # the student's zip in a folder: nobody dated it
+    shutil.copy(inner, folder / "jones" / "work.zip")
+    with opened(folder) as received:
+        intake = take_in(received, [A], {})
+    assert intake.chosen[("smith", A)].submitted_at is None

@@ -36,7 +36,7 @@ from typing import Iterator
 from course_utils.reference import defined_names
 
 from ..settings import ARCHIVE_LIMITS, ArchiveLimits
-from .deadlines import read_timestamp
+from .deadlines import TIMESTAMP_FILE, read_timestamp
 from .models import SubmittedAt
 
 # LMS downloads put the student before numeric ids (3+ digits, so that '03_' stays the assignment's): Canvas "smith_12345_67890_file.ipynb"
@@ -134,6 +134,7 @@ class Extraction:
     entries: int = 0
     refused: list[tuple[str, str]] = field(default_factory=list)  # (path as received, why)
     dates: dict[Path, float] = field(default_factory=dict)  # extracted file -> its entry's date (seconds since the epoch)
+    extracted: set[Path] = field(default_factory=set)  # every file written out of an archive
 
 
 @dataclass(frozen=True)
@@ -143,15 +144,17 @@ class Received:
     root: Path
     refused: tuple[tuple[str, str], ...] = ()
     limits: ArchiveLimits = ARCHIVE_LIMITS  # a folder's files are held to one archive entry's size too
-    dates: dict[Path, float] = field(default_factory=dict)  # files extracted from a zip -> the entry's date
+    dates: dict[Path, float] = field(default_factory=dict)  # files extracted from a zip -> the date the LMS gave its entry
+    extracted: frozenset[Path] = frozenset()  # every file that came out of an archive
 
     def submitted_at(self, notebook: Path) -> SubmittedAt | None:
-        """When ``notebook`` was handed in: nbgrader's timestamp.txt beside it, else its zip entry's date."""
-        if stamp := read_timestamp(notebook):
-            return stamp
+        """When ``notebook`` was handed in: the LMS's date of its zip entry; for a folder in nbgrader's layout, the
+        timestamp.txt beside it. A timestamp.txt that came out of an archive is the student's, and never read."""
         if notebook in self.dates:
             return SubmittedAt(datetime.fromtimestamp(self.dates[notebook], timezone.utc), "zip entry date")
-        return None
+        if notebook in self.extracted or notebook.parent / TIMESTAMP_FILE in self.extracted:
+            return None
+        return read_timestamp(notebook)
 
 
 @contextmanager
@@ -172,9 +175,11 @@ def opened(submissions: Path, limits: ArchiveLimits = ARCHIVE_LIMITS) -> Iterato
             # A zip inside a zip (a student's own): its entries were dated by the student's machine, so they take the
             # date of the outer entry, which the LMS wrote when it was handed in.
             relative = inner.relative_to(root).with_suffix("").as_posix() + "/"
-            _extract(inner, inner.with_suffix(""), extraction, prefix=relative, date=extraction.dates.get(inner))
+            # One the LMS did not date (a zip in a folder) dates nothing: its dates would be the student's.
+            dated = inner in extraction.dates
+            _extract(inner, inner.with_suffix(""), extraction, prefix=relative, date=extraction.dates.get(inner), dated=dated)
             inner.unlink()
-        yield Received(root, tuple(extraction.refused), limits, dict(extraction.dates))
+        yield Received(root, tuple(extraction.refused), limits, dict(extraction.dates), frozenset(extraction.extracted))
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
 
@@ -185,9 +190,9 @@ def _member_path(target: Path, name: str) -> Path | None:
     return target.joinpath(*parts) if parts else None
 
 
-def _extract(archive: Path, target: Path, extraction: Extraction, prefix: str, date: float | None = None) -> None:
+def _extract(archive: Path, target: Path, extraction: Extraction, prefix: str, date: float | None = None, dated: bool = True) -> None:
     """Write the archive's entries under ``target``, counting the bytes as they inflate; each dated by its entry,
-    or by ``date`` when given."""
+    or by ``date`` when given, and its date kept as a hand-in time when ``dated``."""
     limits = extraction.limits
     try:
         with zipfile.ZipFile(archive) as zipped:
@@ -207,9 +212,11 @@ def _extract(archive: Path, target: Path, extraction: Extraction, prefix: str, d
                     extraction.refused.append((received, why))
                     continue
                 stamp = date if date is not None else _zip_time(member)  # keeps "newest of two copies" meaningful
+                extraction.extracted.add(destination)
                 if stamp is not None:
                     os.utime(destination, (stamp, stamp))
-                    extraction.dates[destination] = stamp
+                    if dated:
+                        extraction.dates[destination] = stamp
     except (zipfile.BadZipFile, NotImplementedError, RuntimeError) as error:  # corrupt, unknown compression, encrypted
         raise ValueError(f"{archive.name} is not a readable zip file ({error})") from None
 
