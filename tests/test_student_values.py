@@ -246,7 +246,7 @@ def test_a_notebook_whose_id_is_not_the_graded_students_gets_a_note() -> None:
 
 def test_the_visible_check_asks_for_an_id_but_lets_the_solutions_pass() -> None:
     assert check_student_id(EXAMPLE_ID) and check_student_id("jsmith")
-    with pytest.raises(CheckFailed, match="set STUDENT_ID in its cell near the top \(just after the imports\)"):
+    with pytest.raises(CheckFailed, match=r"set STUDENT_ID in its cell near the top \(just after the imports\)"):
         check_student_id("")
     with grading_student("jsmith"):
         assert check_student_id("")
