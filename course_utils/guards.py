@@ -24,20 +24,19 @@ class Guards:
     module: bool = False  # importing the module, or naming it, is flagged
 
 
-# The modules that declare ``GUARDS`` themselves.
-OWNERS = ("course_utils.checks", "course_utils.kernels", "course_utils.operators")
-
-# Declared here for modules that do not declare their own yet; checked the same way.
-ON_BEHALF: dict[str, Guards] = {
-    "course_utils.reference": Guards(names=("load_solution",), values=("SOLUTIONS_ENV_VAR",), module=True),
-    "course_utils.recording": Guards(module=True),
-}
+# The modules that declare ``GUARDS``.
+OWNERS = (
+    "course_utils.checks",
+    "course_utils.kernels",
+    "course_utils.operators",
+    "course_utils.recording",
+    "course_utils.reference",
+)
 
 
 def declared() -> dict[str, Guards]:
     """Every declaration, by the full name of the module it guards, read afresh (importing the owners)."""
-    found = {owner: importlib.import_module(owner).GUARDS for owner in OWNERS}
-    return found | ON_BEHALF
+    return {owner: importlib.import_module(owner).GUARDS for owner in OWNERS}
 
 
 def missing_names(declarations: dict[str, Guards] | None = None) -> list[str]:

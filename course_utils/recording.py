@@ -36,8 +36,13 @@ from typing import Any, Callable, Iterable, Iterator
 
 import torch
 
+from .guards import Guards
+
 RECORD_FILE_ENV = "COURSE_RECORD_FILE"  # set in the sealed run: where the record goes
 GRADED_NAMES_ENV = "COURSE_GRADED_NAMES"  # comma-separated: the names the tests grade
+# The record is what the trusted pass replays: a student line that imports this module or names where
+# the record goes is flagged for review (course_utils.guards).
+GUARDS = Guards(values=("RECORD_FILE_ENV", "GRADED_NAMES_ENV"), module=True)
 FRAME_HEADER = struct.Struct("<Q")
 
 # What one recorded outcome may hold: beyond this it is refused, not truncated.

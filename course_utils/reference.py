@@ -23,7 +23,12 @@ import types
 from pathlib import Path
 from typing import Any
 
+from .guards import Guards
+
 SOLUTIONS_ENV_VAR = "COURSE_SOLUTIONS_DIR"
+# The solutions are the grader's: a student line that loads them, names this module or the variable
+# that says where they lie is flagged for review (course_utils.guards).
+GUARDS = Guards(names=("load_solution",), values=("SOLUTIONS_ENV_VAR",), module=True)
 
 _cache: dict[Path, types.ModuleType] = {}
 
