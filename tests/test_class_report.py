@@ -26,7 +26,7 @@ from autograder.grading.class_report import (
     similar_pairs,
     write_class_report,
 )
-from autograder.grading.models import MISCONCEPTION_SEPARATOR, AssignmentSpec, GradeRow, Kind, Lateness, Outcome, Submission, TestRow
+from autograder.grading.models import AssignmentSpec, GradeRow, Kind, Lateness, Misconception, Outcome, Submission, TestRow
 from autograder.grading.statistics import discrimination, notebook_stats
 
 # --- a hand-made class ------------------------------------------------------------------------------------
@@ -55,18 +55,20 @@ GRADES = [GradeRow(s, "01_a", float(x + y + z), 5.0, Outcome(Kind.GRADED)) for s
     GradeRow("notes.txt", "?", 0.0, 0.0, Outcome(Kind.UNIDENTIFIED, "not a notebook")),
 ]
 SOFTMAX_ROWS = "the softmax runs over the queries, not the keys"
+SOFTMAX = (Misconception(SOFTMAX_ROWS, "2 › Softmax"),)
+SCALE = (Misconception("forgets the scale"),)
 TESTS = [
     row
     for s, x, y, z in SCORES_A
     for row in (
-        TestRow(s, "01_a", "test_x", float(x), 2.0, SOFTMAX_ROWS if x == 0 else ""),
-        TestRow(s, "01_a", "test_y", float(y), 2.0, "forgets the scale" if y == 0 else ""),
+        TestRow(s, "01_a", "test_x", float(x), 2.0, SOFTMAX if x == 0 else ()),
+        TestRow(s, "01_a", "test_y", float(y), 2.0, SCALE if y == 0 else ()),
         TestRow(s, "01_a", "test_z", float(z), 1.0),
     )
 ] + [
     TestRow("ann", "02_b", "test_w", 5.0, 5.0),
-    TestRow("cy", "02_b", "test_w", 3.0, 5.0, SOFTMAX_ROWS),
-    TestRow("dee", "02_b", "test_w", 0.0, 5.0, "not counted: dee's notebook was not scored"),
+    TestRow("cy", "02_b", "test_w", 3.0, 5.0, SOFTMAX),
+    TestRow("dee", "02_b", "test_w", 0.0, 5.0, (Misconception("not counted: dee's notebook was not scored"),)),
     TestRow("eve", "02_b", "test_w", 5.0, 5.0),
 ]
 
@@ -124,29 +126,37 @@ def test_misconceptions_counted_per_notebook_most_common_first_with_their_tests(
 
 
 def test_a_failure_that_two_mistakes_explain_counts_for_both() -> None:
-    tests = [TestRow("ann", "01_a", "test_y", 0.0, 2.0, f"a; b{MISCONCEPTION_SEPARATOR}c")]
+    tests = [TestRow("ann", "01_a", "test_y", 0.0, 2.0, (Misconception("a; b"), Misconception("c")))]
     grades = [GradeRow("ann", "01_a", 1.0, 5.0, Outcome(Kind.GRADED))]
     assert sorted(m.name for m in misconceptions(grades, tests, SPECS)) == ["a; b", "c"]
 
 
 def test_a_student_with_the_same_misconception_on_two_tests_counts_once() -> None:
-    tests = [TestRow("ann", "01_a", "test_y", 0.0, 2.0, "m"), TestRow("ann", "01_a", "test_x", 0.0, 2.0, "m")]
+    tests = [
+        TestRow("ann", "01_a", "test_y", 0.0, 2.0, (Misconception("m"),)),
+        TestRow("ann", "01_a", "test_x", 0.0, 2.0, (Misconception("m"),)),
+    ]
     grades = [GradeRow("ann", "01_a", 1.0, 5.0, Outcome(Kind.GRADED))]
     [only] = misconceptions(grades, tests, SPECS)
     assert (only.students, only.tests) == (1, ["test_x", "test_y"])  # in notebook order
 
 
-def test_a_catalogued_misconception_names_the_section_above_its_cell() -> None:
+def test_a_catalogued_misconception_shows_the_section_the_trusted_pass_named() -> None:
+    """The trusted pass reads the section above the mistake's cell of the source notebook; the count shows the
+    ``Misconception`` as it came, and that heading is the released notebook's too."""
+    from autograder.grading.misconceptions import section_of
     from autograder.mistakes import MISTAKES
-    from autograder.settings import NOTEBOOKS_DIR
+    from autograder.settings import NOTEBOOKS_DIR, SOLUTIONS_DIR
 
     first = "01_soft_dictionary_lookup"
     mistake = MISTAKES[first][0]
+    source = json.loads((SOLUTIONS_DIR / first / f"{first}.ipynb").read_text())
+    named = Misconception(mistake.name, section_of(source, mistake.cell))
     spec = {first: AssignmentSpec(first, {"test_a": 1.0})}
     grades = [GradeRow("ann", first, 0.0, 1.0, Outcome(Kind.GRADED))]
-    [found] = misconceptions(grades, [TestRow("ann", first, "test_a", 0.0, 1.0, mistake.name)], spec)
+    [found] = misconceptions(grades, [TestRow("ann", first, "test_a", 0.0, 1.0, (named,))], spec)
     released = (NOTEBOOKS_DIR / first / f"{first}.ipynb").read_text()
-    assert found.section and found.section in released
+    assert found.misconception == named and found.section and found.section in released
 
 
 def test_no_misconception_named_says_none_named() -> None:
@@ -317,7 +327,7 @@ def test_the_report_opens_from_disk_with_its_sections_and_no_script(tiny_class, 
     submissions, released = tiny_class
     grades = [GradeRow(s.student, "01_a", 2.0, 2.0, Outcome(Kind.GRADED)) for s in submissions[:3]]
     grades += [GradeRow("dee", "01_a", 0.0, 2.0, Outcome(Kind.MISSING, "no 01_a.ipynb"))]
-    tests = [TestRow(g.student_id, "01_a", "test_attention", g.score, 2.0, "" if g.score else "m") for g in grades]
+    tests = [TestRow(g.student_id, "01_a", "test_attention", g.score, 2.0, () if g.score else (Misconception("m"),)) for g in grades]
     spec = {"01_a": AssignmentSpec("01_a", {"test_attention": 2.0})}
     path = write_class_report(grades, tests, spec, tmp_path / "out", submissions, released)
     with chromium() as browser:

@@ -16,14 +16,28 @@ import pytest
 
 from autograder.course import empty_gradebook
 from autograder.grading.cache import GradingCache
-from autograder.grading.models import AssignmentSpec, Graded, GradeRow, GradingReport, HealthCheckFailed, Kind, Outcome, Submission, TestRow
+from autograder.grading.models import (
+    AssignmentSpec,
+    Graded,
+    GradeRow,
+    GradingReport,
+    HealthCheckFailed,
+    Kind,
+    Misconception,
+    Outcome,
+    Submission,
+    TestRow,
+)
 from autograder.grading.pipeline import grade_in_pool, in_class_order
 from autograder.grading.scheduling import ChunkQueue, chunk_size
 from autograder.settings import put_environment_on_path
 
 SUBMISSION = Submission("ann", "01_a", b'{"cells": []}')
 ROW = GradeRow("ann", "01_a", 1.0, 3.0, Outcome(Kind.GRADED, "lost points on: test_y", ("a note",)))
-TESTS = [TestRow("ann", "01_a", "test_x", 1.0, 1.0), TestRow("ann", "01_a", "test_y", 0.0, 2.0, "forgets the scale")]
+TESTS = [
+    TestRow("ann", "01_a", "test_x", 1.0, 1.0),
+    TestRow("ann", "01_a", "test_y", 0.0, 2.0, (Misconception("forgets the scale", "2 › Scale"),)),
+]
 
 
 def test_the_cache_gives_back_what_it_was_given_across_runs(tmp_path: Path) -> None:

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from autograder.grading.models import Kind, SubmissionProblem
+from autograder.grading.models import Kind, Misconception, SubmissionProblem
 from autograder.grading.run_report import REPORT_SCHEMA, ReportInvalid, RunReport, read_run_report
 from autograder.grading.verdicts import Status, Verdict, run_test
 from autograder.grading.worker import checked_run_report
@@ -35,6 +35,7 @@ REPORT = RunReport(
             "largest error 0.5",
             (("x", "[2, 3]"),),
             "sum over keys",
+            misconceptions=(Misconception("the softmax runs over the queries", "2 › Softmax"), Misconception("no section")),
         ),
         Verdict("test_c", False, "softmax(x): not written yet", Status.NOT_WRITTEN, function="softmax"),
     ),
@@ -44,6 +45,12 @@ REPORT = RunReport(
 def test_a_report_survives_its_wire_format() -> None:
     assert RunReport.from_json(REPORT.to_json()) == REPORT
     assert json.loads(REPORT.to_json())["schema"] == REPORT_SCHEMA
+    # A verdict's misconceptions travel as [name, section] pairs and come back as the one Misconception type.
+    assert json.loads(REPORT.to_json())["verdicts"][1]["misconceptions"] == [
+        ["the softmax runs over the queries", "2 › Softmax"],
+        ["no section", ""],
+    ]
+    assert all(type(m) is Misconception for m in RunReport.from_json(REPORT.to_json()).verdicts[1].misconceptions)
 
 
 def forged(**changes: object) -> str:
@@ -69,6 +76,9 @@ FORGED = {
     "an unknown status": verdict_changed(status="excellent"),
     "passed with a failed status": verdict_changed(passed=True),
     "inputs that are not pairs": verdict_changed(inputs=[["x"]]),
+    "a misconception that is not a pair": verdict_changed(misconceptions=[["a name"]]),
+    "a misconception's section that is not text": verdict_changed(misconceptions=[["a name", 2]]),
+    "a misconception as an object": verdict_changed(misconceptions=[{"name": "a", "section": ""}]),
 }
 
 

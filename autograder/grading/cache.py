@@ -46,11 +46,11 @@ class GradingCache:
             return None
         fields = dict(entry["grade"])
         fields["outcome"] = Outcome.from_json(fields["outcome"])
-        return GradeRow(**fields), [TestRow(**t) for t in entry["tests"]]
+        return GradeRow(**fields), [TestRow.from_json(t) for t in entry["tests"]]
 
     def put(self, submission: Submission, grade_row: GradeRow, test_rows: list[TestRow]) -> None:
         grade = {**asdict(grade_row), "outcome": grade_row.outcome.to_json()}
-        self.entries[self.key(submission)] = {"grade": grade, "tests": [asdict(t) for t in test_rows]}
+        self.entries[self.key(submission)] = {"grade": grade, "tests": [t.to_json() for t in test_rows]}
 
     def save(self) -> None:
         self.path.write_text(json.dumps({"fingerprint": self.fingerprint, "entries": self.entries}, indent=0), encoding="utf-8")

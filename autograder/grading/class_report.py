@@ -13,7 +13,7 @@ Four sections, from the rows of ``grades.csv`` and ``tests.csv`` and the noteboo
   submissions were scored or either score does not vary). Every number of this section is
   ``autograder.grading.statistics``'s, the same that ``summary.md`` shows.
 * **Misconceptions**: how many students' failures match each catalogued mistake
-  (``TestRow.misconception``), most common first, with the tests they came from.
+  (``TestRow.misconceptions``, as the trusted pass named them), most common first, with the tests they came from.
 * **Similar code**: pairs of submissions of the same notebook whose code in the solution cells is
   unusually alike, found with copydetect (winnowing, MOSS's algorithm). The released notebook's code
   is given to it as boilerplate, so the given code and the stubs do not count, and variable names do
@@ -46,7 +46,7 @@ from course_utils.reference import assignment_notebook, cell_source, solution_ce
 
 from ..settings import NOTEBOOKS_DIR, SOLUTIONS_DIR
 from .admission import repair
-from .models import MISCONCEPTION_SEPARATOR, AssignmentSpec, GradeRow, Submission, TestRow
+from .models import AssignmentSpec, GradeRow, Misconception, Submission, TestRow
 from .statistics import BIN_EDGES, BIN_WIDTH, MIN_FOR_DISCRIMINATION, NotebookStats, QuestionStats, notebook_stats
 
 CLASS_REPORT_HTML = "class-report.html"
@@ -84,13 +84,24 @@ HIGHLIGHT_CLASSES = {"highlight-red", "highlight-green"}
 
 @dataclass(frozen=True)
 class MisconceptionCount:
-    """How many students' failures match one catalogued mistake (``misconceptions.Misconception`` names it per test)."""
+    """How many students' failures match one catalogued mistake: the ``Misconception`` the test rows carry, counted."""
 
     assignment: str
-    name: str
+    misconception: Misconception
     students: int  # distinct students whose failures match it
     tests: list[str]  # the tests it came from, in notebook order
-    section: str = ""  # the notebook section to revisit, when the catalogue names one
+
+    @property
+    def name(self) -> str:
+        return self.misconception.name
+
+    @property
+    def section(self) -> str:
+        return self.misconception.section
+
+    def to_json(self) -> dict[str, Any]:
+        """As schema 1 has it: the misconception's fields beside the count's."""
+        return {"assignment": self.assignment, "name": self.name, "students": self.students, "tests": self.tests, "section": self.section}
 
 
 @dataclass(frozen=True)
@@ -137,18 +148,16 @@ class ClassReport:
 # --- misconceptions and problems ----------------------------------------------------------------------
 
 
-def misconceptions(
-    grades: list[GradeRow], tests: list[TestRow], specs: dict[str, AssignmentSpec], notebooks_dir: Path = NOTEBOOKS_DIR
-) -> list[MisconceptionCount]:
+def misconceptions(grades: list[GradeRow], tests: list[TestRow], specs: dict[str, AssignmentSpec]) -> list[MisconceptionCount]:
     """Named misconceptions of scored submissions per (notebook, misconception): most students first."""
     scored = {(r.student_id, r.assignment) for r in grades if r.outcome.scored}
-    students: dict[tuple[str, str], set[str]] = defaultdict(set)
-    from_tests: dict[tuple[str, str], set[str]] = defaultdict(set)
+    students: dict[tuple[str, Misconception], set[str]] = defaultdict(set)
+    from_tests: dict[tuple[str, Misconception], set[str]] = defaultdict(set)
     for t in tests:
-        if t.misconception and (t.student_id, t.assignment) in scored:
-            for name in t.misconception.split(MISCONCEPTION_SEPARATOR):  # every mistake that gives what the code gave
-                students[(t.assignment, name)].add(t.student_id)
-                from_tests[(t.assignment, name)].add(t.test)
+        if (t.student_id, t.assignment) in scored:
+            for named in t.misconceptions:  # every mistake that gives what the code gave
+                students[(t.assignment, named)].add(t.student_id)
+                from_tests[(t.assignment, named)].add(t.test)
     order = {name: i for i, name in enumerate(specs)}
 
     def test_order(assignment: str, test: str) -> tuple[int, str]:
@@ -156,22 +165,10 @@ def misconceptions(
         return (known.index(test) if test in known else len(known), test)
 
     found = [
-        MisconceptionCount(a, m, len(who), sorted(from_tests[(a, m)], key=lambda t, a=a: test_order(a, t)), _section(a, m, notebooks_dir))
+        MisconceptionCount(a, m, len(who), sorted(from_tests[(a, m)], key=lambda t, a=a: test_order(a, t)))
         for (a, m), who in students.items()
     ]
     return sorted(found, key=lambda m: (-m.students, order.get(m.assignment, len(order)), m.assignment, m.name))
-
-
-def _section(assignment: str, name: str, notebooks_dir: Path) -> str:
-    """The notebook section to revisit for a catalogued mistake ('' if unknown): ``misconceptions.section_of``."""
-    from ..mistakes import MISTAKES
-    from .misconceptions import section_of
-
-    cell = next((v.cell for v in MISTAKES.get(assignment, []) if v.name == name), None)
-    path = assignment_notebook(notebooks_dir, assignment)
-    if cell is None or not path.is_file():
-        return ""
-    return section_of(json.loads(path.read_text(encoding="utf-8")), cell)
 
 
 def problems(grades: list[GradeRow]) -> list[Problem]:
@@ -377,7 +374,7 @@ def build_class_report(
 ) -> ClassReport:
     return ClassReport(
         notebooks=notebook_stats(grades, tests, specs),
-        misconceptions=misconceptions(grades, tests, specs, notebooks_dir),
+        misconceptions=misconceptions(grades, tests, specs),
         similarity=similar_pairs(submissions, list(specs), notebooks_dir),
         problems=problems(grades),
     )
@@ -406,7 +403,7 @@ def report_json(report: ClassReport) -> dict:
         "schema": SCHEMA,
         "schema_version": SCHEMA_VERSION,
         "notebooks": notebooks,
-        "misconceptions": [asdict(m) for m in report.misconceptions],
+        "misconceptions": [m.to_json() for m in report.misconceptions],
         "similarity": {
             "method": "copydetect (winnowing), the released notebook's code as boilerplate",
             "threshold": similarity.threshold,

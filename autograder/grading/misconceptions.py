@@ -8,11 +8,9 @@ for the failed tests: the same values to the course's tolerance for their dtype,
 exception type, the same forbidden calls, the same measurement. Nothing of the student's code
 runs here; only their recorded results are compared.
 
-Two types carry a misconception: ``Misconception`` here (one catalogued mistake named for a failed test, as
-feedback and ``tests.csv`` show it) and ``class_report.MisconceptionCount`` (how many students' failures match
-one, in the class report). "Report" names four other things: ``GradingReport`` (models.py, the rows of a
-grading run), ``RunReport`` (run_report.py, one sealed run, validated), ``ClassReport`` (class_report.py, the
-instructor's page) and reports.py (the files written from the rows).
+One type carries a misconception, ``models.Misconception`` (its name and the section to revisit): named here,
+it travels unchanged in the test's ``Verdict``, the sealed run's ``RunReport``, the ``TestRow`` and the class
+report's ``MisconceptionCount``, which wraps it with a count (models.py maps the whole flow).
 """
 
 from __future__ import annotations
@@ -22,7 +20,6 @@ import copy
 import math
 import time
 import warnings
-from dataclasses import dataclass
 from typing import Any, Iterator
 
 import torch
@@ -34,19 +31,12 @@ from course_utils.memory import tensors_in
 from course_utils.reference import is_solution_cell, load_solution, nbgrader_meta, solution_cells, solution_module
 
 from ..mistakes import MISTAKES, Variant
+from .models import Misconception  # the one type, shared by the verdicts, the test rows and the class report
 
 # Per submission, in CPU seconds of the trusted pass (not wall time, so that a busy machine names what a
 # quiet one names): naming is a courtesy, and the grade never waits long for it.
 BUDGET_S = 60.0
 _modules: dict[tuple[str, str], Any] = {}
-
-
-@dataclass(frozen=True)
-class Misconception:
-    """A catalogued mistake that gives what a student's code gave on a failed test."""
-
-    name: str  # the catalogue's student-facing description
-    section: str  # the notebook section to revisit: the heading above the function's cell
 
 
 class _NotComparable(Exception):

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import enum
 import json
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
 
@@ -26,7 +26,7 @@ from course_utils.reference import (
 
 from ..settings import GradingLimits
 
-MISCONCEPTION_SEPARATOR = " | "  # between the names in TestRow.misconception; no catalogued name holds it
+MISCONCEPTION_SEPARATOR = " | "  # between the names in tests.csv's misconception cell; no catalogued name holds it
 
 
 class Kind(str, enum.Enum):
@@ -112,6 +112,16 @@ class GradeRow:
 
 
 @dataclass(frozen=True)
+class Misconception:
+    """A catalogued mistake that gives what a student's code gave on a failed test: named once, in the trusted
+    pass (``misconceptions.name_misconceptions``), and carried as it is by the verdict, the test row and the
+    class report's count."""
+
+    name: str  # the catalogue's student-facing description
+    section: str = ""  # the notebook section to revisit: the heading above the function's cell
+
+
+@dataclass(frozen=True)
 class TestRow:
     __test__ = False  # a row of tests.csv, not a pytest class
     student_id: str
@@ -119,7 +129,19 @@ class TestRow:
     test: str
     score: float
     max_score: float
-    misconception: str = ""  # the catalogued mistakes this test's failure matches, by name, MISCONCEPTION_SEPARATOR between
+    misconceptions: tuple[Misconception, ...] = ()  # the catalogued mistakes this test's failure matches (its verdict's)
+
+    @property
+    def misconception(self) -> str:
+        """tests.csv's cell: the names, MISCONCEPTION_SEPARATOR between ('' when none was named)."""
+        return MISCONCEPTION_SEPARATOR.join(m.name for m in self.misconceptions)
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict) -> "TestRow":
+        return cls(**{**data, "misconceptions": tuple(Misconception(**m) for m in data.get("misconceptions", ()))})
 
 
 @dataclass(frozen=True)

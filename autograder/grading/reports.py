@@ -16,7 +16,6 @@ HTML and JSON page) and this module (the files written from the rows: CSVs, grad
 
 from __future__ import annotations
 
-from dataclasses import asdict
 from datetime import datetime
 from pathlib import Path
 
@@ -148,7 +147,18 @@ def write_csvs(report: GradingReport, out: Path) -> None:
         }
         for r in report.grades
     ]
-    for filename, rows in ((GRADES_CSV, grades), (TESTS_CSV, [asdict(r) for r in report.tests])):
+    tests = [
+        {
+            "student_id": r.student_id,
+            "assignment": r.assignment,
+            "test": r.test,
+            "score": r.score,
+            "max_score": r.max_score,
+            "misconception": r.misconception,
+        }
+        for r in report.tests
+    ]
+    for filename, rows in ((GRADES_CSV, grades), (TESTS_CSV, tests)):
         header = list(rows[0]) if rows else ["student_id", "assignment"]
         write_csv(out / filename, header, ([row[name] for name in header] for row in rows))
 

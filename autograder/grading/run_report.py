@@ -16,6 +16,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .models import Misconception
 from .verdicts import Status, Verdict
 
 REPORT_SCHEMA = 1
@@ -46,7 +47,7 @@ class RunReport:
                 **asdict(v),
                 "status": v.status.value,
                 "inputs": [list(p) for p in v.inputs],
-                "misconceptions": [list(p) for p in v.misconceptions],
+                "misconceptions": [[m.name, m.section] for m in v.misconceptions],  # on the wire as string pairs
             }
             for v in self.verdicts
         ]
@@ -127,7 +128,7 @@ def _verdict(data: Any) -> Verdict:
         inputs,
         data["hint"],
         data["function"],
-        misconceptions,
+        tuple(Misconception(name, section) for name, section in misconceptions),
     )
 
 

@@ -29,6 +29,8 @@ from course_utils.reference import (
 )
 from course_utils.student_values import ID_VARIABLE, grading_student
 
+from .models import Misconception
+
 # What test cells may use besides the notebook's imports: grading runs on the CPU, sealed.
 GRADING_FACTS = "device = torch.device('cpu')\nON_GPU = False\n"
 
@@ -55,7 +57,7 @@ class Verdict:
     inputs: tuple[tuple[str, str], ...] = ()  # (name, description) of the inputs it was given
     hint: str = ""
     function: str = ""  # NOT_WRITTEN: the function that still raises NotImplementedError
-    misconceptions: tuple[tuple[str, str], ...] = ()  # (mistake, section to revisit) that give what the student's code gave
+    misconceptions: tuple[Misconception, ...] = ()  # the catalogued mistakes that give what the student's code gave
 
 
 def graded_names(source: NotebookNode | dict[str, Any]) -> list[str]:
@@ -148,7 +150,6 @@ def _with_misconceptions(
         return verdicts
     named = name_misconceptions(assignment, source, failed, replayed)
     for test, found in named.items():
-        pairs = tuple((m.name, m.section) for m in found)
-        lines = [f"  this is what a known mistake gives: {name}" + (f" (revisit: {section})" if section else "") for name, section in pairs]
-        verdicts[test] = replace(verdicts[test], message="\n".join([verdicts[test].message, *lines]), misconceptions=pairs)
+        lines = [f"  this is what a known mistake gives: {m.name}" + (f" (revisit: {m.section})" if m.section else "") for m in found]
+        verdicts[test] = replace(verdicts[test], message="\n".join([verdicts[test].message, *lines]), misconceptions=found)
     return verdicts

@@ -31,7 +31,6 @@ from ..course import NbgraderError, ScratchCourse, failure_reason, scratch_cours
 from ..settings import MAX_OUTPUT_CHARS
 from .admission import read_submission, repair, review_flags, sandbox_violations
 from .models import (
-    MISCONCEPTION_SEPARATOR,
     AssignmentSpec,
     Graded,
     GradeRow,
@@ -248,12 +247,12 @@ def grade_one(course: ScratchCourse, api: Any, submission: Submission, spec: Ass
             return ungraded(submission, spec, Outcome(problem.kind, problem.reason, tuple(notes)))
         return ungraded(submission, spec, Outcome(Kind.GRADING_ERROR, f"{type(problem).__name__}: {problem}", tuple(notes)))
     violations = sandbox_violations(_all_outputs(report), report.leftover_processes)
-    named = {v.test: MISCONCEPTION_SEPARATOR.join(mistake for mistake, _ in v.misconceptions) for v in report.verdicts if v.misconceptions}
+    named = {v.test: v.misconceptions for v in report.verdicts}
     outcome = _graded_outcome(spec, scores, notes, flags, violations)
     return Graded(
         submission,
         GradeRow(student, name, sum(scores.values()), spec.max_score, outcome),
-        [TestRow(student, name, test, scores.get(test, 0.0), points, named.get(test, "")) for test, points in spec.tests.items()],
+        [TestRow(student, name, test, scores.get(test, 0.0), points, named.get(test, ())) for test, points in spec.tests.items()],
         stages=stages,
         autograded=autograded.read_bytes(),
     )
