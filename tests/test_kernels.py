@@ -142,7 +142,7 @@ def test_solution_kernels_compile_for_gpus_without_spills(solution, arch):
 
 def test_one_compile_child_serves_every_check_and_one_that_dies_fails_only_its_own(solution, monkeypatch):
     """The compile child is kept between checks; one that dies fails the builds it was given,
-    with why, and the next check starts a new one, as does a change of environment."""
+    with why, and the next check that needs a compile starts a new one, as does a change of environment."""
     from course_utils import gpu_compiler
     from course_utils.kernels import build_jobs, capturing_launches, run_builds
 
@@ -150,6 +150,7 @@ def test_one_compile_child_serves_every_check_and_one_that_dies_fails_only_its_o
         solution.vector_add(torch.ones(100), torch.ones(100))
     [job] = [job for one in launches for job in build_jobs(one.kernel, one.args, one.kwargs, "sm_90")]
     gpu_compiler.close()
+    gpu_compiler.forget()  # builds this process compiled before would need no child
     try:
         first = run_builds([job])
         [pid] = compile_children()
@@ -160,14 +161,49 @@ def test_one_compile_child_serves_every_check_and_one_that_dies_fails_only_its_o
         [failed] = run_builds([dying])
         assert not failed.compiled and failed.error == "the compiler process failed: compiler gone", failed.error
         assert not gpu_compiler.running() and compile_children() == []
-        [again] = run_builds([job])
-        assert again == first[0] and len(compile_children()) == 1 and compile_children() != [pid]
+        assert run_builds([job]) == first and compile_children() == [], "a build compiled before is remembered: no child"
+        other = {**job, "arch": "sm_80"}
+        [again] = run_builds([other])
+        assert again.compiled and again.arch == "sm_80" and len(compile_children()) == 1 and compile_children() != [pid]
         [pid] = compile_children()
         monkeypatch.setenv("TRITON_ALWAYS_COMPILE", "1")  # what the child must see, as a fresh process would
         assert run_builds([job]) == first and len(compile_children()) == 1 and compile_children() != [pid]
     finally:
         gpu_compiler.close()
     assert not gpu_compiler.running() and compile_children() == []
+
+
+def test_a_build_is_remembered_only_while_what_decides_it_is_the_same(solution, monkeypatch):
+    """A build that compiled is answered again without the child; another source, target or Triton setting
+    compiles afresh, and a build that failed is never remembered."""
+    from course_utils import gpu_compiler
+    from course_utils.kernels import build_jobs, capturing_launches, run_builds
+
+    with capturing_launches() as launches:
+        solution.vector_add(torch.ones(100), torch.ones(100))
+    [job] = [job for one in launches for job in build_jobs(one.kernel, one.args, one.kwargs, "sm_90")]
+
+    def asked() -> int:
+        return gpu_compiler.jobs_compiled - before
+
+    gpu_compiler.forget()
+    before = gpu_compiler.jobs_compiled
+    broken = {**job, "source": job["source"].replace("tl.load(", "tl.lode(", 1)}
+    try:
+        [built] = run_builds([job])
+        assert built.compiled and asked() == 1, built.summary
+        assert run_builds([job, broken])[0] == built and asked() == 2, "only the new job goes to the child"
+        assert not run_builds([broken])[0].compiled and asked() == 3, "a failed build is compiled again"
+        assert run_builds([{**job, "arch": "sm_89"}])[0].compiled and asked() == 4, "another target is another build"
+        monkeypatch.setenv("TRITON_DEFAULT_NUM_WARPS", "8")
+        assert run_builds([job])[0].compiled and asked() == 5, "a Triton setting is part of what decides a build"
+        assert gpu_compiler.remembered() == 3
+        monkeypatch.setattr(gpu_compiler, "REMEMBERED_BUILDS", 1)
+        run_builds([{**job, "arch": "sm_80"}])
+        assert gpu_compiler.remembered() == 1, "the oldest builds are dropped past the bound"
+    finally:
+        gpu_compiler.close()
+        gpu_compiler.forget()
 
 
 def compile_children() -> list[int]:
