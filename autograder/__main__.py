@@ -12,7 +12,7 @@ from .grading.intake import DEFAULT_STUDENT_PATTERN
 from .settings import CELL_TIMEOUT_S, MEMORY_LIMIT_BYTES
 
 if TYPE_CHECKING:
-    from .grading.models import GradingReport
+    from .grading.models import GradingResults
     from .grading.pipeline import GradeSettings
     from .grading.roster import Roster
 
@@ -112,7 +112,7 @@ def _grade_settings(args: argparse.Namespace, roster: list[str] | None) -> "Grad
     )
 
 
-def _write_lms_import(report: "GradingReport", roster: "Roster | None", out: Path) -> None:
+def _write_lms_import(report: "GradingResults", roster: "Roster | None", out: Path) -> None:
     from .course import list_assignments
     from .grading.models import AssignmentSpec
     from .grading.reports import LMS_IMPORT_CSV, write_lms_import
@@ -126,7 +126,7 @@ def _write_lms_import(report: "GradingReport", roster: "Roster | None", out: Pat
     print(f"for the LMS's gradebook import: {lms} (the roster's own columns, then points per assignment)")
 
 
-def _print_outputs(report: "GradingReport", out: Path, seconds: float) -> None:
+def _print_outputs(report: "GradingResults", out: Path, seconds: float) -> None:
     reused = f" ({report.reused} unchanged since the last run, not graded again)" if report.reused else ""
     print(f"\n{len(report.grades)} grade row(s){reused} in {seconds:.0f} s; written to {out / 'grades.csv'}")
     print(f"for the LMS: {out / 'gradebook.csv'}; class summary: {out / 'summary.md'} and {out / 'summary.png'}")

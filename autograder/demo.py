@@ -15,7 +15,7 @@ import tempfile
 from pathlib import Path
 
 from .grading.class_report import CLASS_REPORT_HTML
-from .grading.models import GradingReport
+from .grading.models import GradingResults
 from .grading.pipeline import grade
 from .grading.reports import format_table
 from .mistakes import MISTAKES
@@ -59,7 +59,7 @@ def build_class(folder: Path, assignments: tuple[str, ...] = DEMO_ASSIGNMENTS) -
     return roster
 
 
-def run_demo(out: Path | None = None, assignments: tuple[str, ...] = DEMO_ASSIGNMENTS) -> GradingReport:
+def run_demo(out: Path | None = None, assignments: tuple[str, ...] = DEMO_ASSIGNMENTS) -> GradingResults:
     """Build the class for ``assignments`` (by default notebooks 01, 08 and 09), grade it, print the table."""
     with tempfile.TemporaryDirectory(prefix="demo-class-") as tmp:
         submissions = Path(tmp) / "submissions"

@@ -12,13 +12,18 @@ import nbformat
 from held_out import HELD_OUT
 
 from autograder.course import list_assignments
-from autograder.grading.models import GradingReport
+from autograder.grading.models import GradeRow, GradingResults, SubmissionResult, TestRow
 from autograder.mistakes import CHARGED_THROUGH, CORRECT_VARIANTS, MISTAKES, Variant
 from autograder.settings import SOLUTIONS_DIR
 from autograder.submissions import released, solved, write_submission
 
 if TYPE_CHECKING:
     from colab_like import ColabRuntime, NotebookRun
+
+
+def results_of(grades: list[GradeRow], tests: list[TestRow]) -> list[SubmissionResult]:
+    """Hand-made rows, in the CSVs' flat shape, as the per-submission results the writers read."""
+    return GradingResults.from_rows(grades, tests).results
 
 
 # COURSE_TEST_ONLY=03,04 narrows the notebook tests to those assignments while one is being written
@@ -33,7 +38,7 @@ ASSIGNMENTS = [name for name in list_assignments(SOLUTIONS_DIR) if not ONLY or n
 class GradedClass:
     submissions: Path
     out: Path
-    report: GradingReport
+    report: GradingResults
     mistake_students: dict[str, list[Variant]]  # student id -> the mistakes in their submission
     snapshot_before: dict[str, str]
     roster: list[str] | None = None  # the class list it was graded with, if any

@@ -9,6 +9,7 @@ import nbformat
 import numpy as np
 import pytest
 from browser_page import chromium, needs_chromium
+from helpers import results_of
 
 from autograder.grading import class_report
 from autograder.grading.class_report import (
@@ -74,7 +75,7 @@ TESTS = [
 
 
 def test_scores_mean_median_and_histogram_per_notebook() -> None:
-    a, b = notebook_stats(GRADES, TESTS, SPECS)
+    a, b = notebook_stats(results_of(GRADES, TESTS), SPECS)
     assert a.assignment == "01_a" and a.scores == [5.0, 3.0, 1.0, 4.0, 3.0] and a.not_scored == 0
     assert a.mean == pytest.approx(16 / 5) and a.median == 3.0
     assert a.histogram == [0, 0, 1, 0, 0, 0, 2, 0, 1, 1]  # 20 %, 60 % twice, 80 %, full marks in the last bin
@@ -89,15 +90,15 @@ def test_late_rows_and_the_points_their_penalties_took_off(tmp_path: Path) -> No
     on_time = Lateness(due, due - timedelta(hours=1), "timestamp.txt")
     late = Lateness(due, due + timedelta(hours=5), "timestamp.txt", timedelta(hours=5), penalty=0.5)
     grades = [replace(GRADES[0], lateness=on_time), replace(GRADES[1], lateness=late), replace(GRADES[2], lateness=late), *GRADES[3:]]
-    a, b = notebook_stats(grades, TESTS, SPECS)
+    a, b = notebook_stats(results_of(grades, TESTS), SPECS)
     assert (a.late, a.late_points, b.late) == (2, 1.0, 0)
-    report = build_class_report(grades, TESTS, SPECS, [])
+    report = build_class_report(results_of(grades, TESTS), SPECS, [])
     assert report_json(report)["notebooks"][0]["late"] == 2
     assert "late (points off)" in render_html(report) and '<td class="num">2 (1)</td>' in render_html(report)
 
 
 def test_per_question_mean_full_marks_and_discrimination_against_numpy() -> None:
-    a, b = notebook_stats(GRADES, TESTS, SPECS)
+    a, b = notebook_stats(results_of(GRADES, TESTS), SPECS)
     totals = [x + y + z for _, x, y, z in SCORES_A]
     x, y, z = a.questions
     assert (x.test, x.scored, x.mean, x.full_marks) == ("test_x", 5, pytest.approx(6 / 5), pytest.approx(3 / 5))
@@ -117,7 +118,7 @@ def test_discrimination_is_undefined_with_fewer_than_three_or_no_variance() -> N
 
 
 def test_misconceptions_counted_per_notebook_most_common_first_with_their_tests() -> None:
-    found = [(m.assignment, m.name, m.students, m.tests) for m in misconceptions(GRADES, TESTS, SPECS)]
+    found = [(m.assignment, m.name, m.students, m.tests) for m in misconceptions(results_of(GRADES, TESTS), SPECS)]
     assert found == [
         ("01_a", "forgets the scale", 2, ["test_y"]),  # bob, cy
         ("01_a", SOFTMAX_ROWS, 2, ["test_x"]),  # cy, the hostile id
@@ -128,7 +129,7 @@ def test_misconceptions_counted_per_notebook_most_common_first_with_their_tests(
 def test_a_failure_that_two_mistakes_explain_counts_for_both() -> None:
     tests = [TestRow("ann", "01_a", "test_y", 0.0, 2.0, (Misconception("a; b"), Misconception("c")))]
     grades = [GradeRow("ann", "01_a", 1.0, 5.0, Outcome(Kind.GRADED))]
-    assert sorted(m.name for m in misconceptions(grades, tests, SPECS)) == ["a; b", "c"]
+    assert sorted(m.name for m in misconceptions(results_of(grades, tests), SPECS)) == ["a; b", "c"]
 
 
 def test_a_student_with_the_same_misconception_on_two_tests_counts_once() -> None:
@@ -137,7 +138,7 @@ def test_a_student_with_the_same_misconception_on_two_tests_counts_once() -> Non
         TestRow("ann", "01_a", "test_x", 0.0, 2.0, (Misconception("m"),)),
     ]
     grades = [GradeRow("ann", "01_a", 1.0, 5.0, Outcome(Kind.GRADED))]
-    [only] = misconceptions(grades, tests, SPECS)
+    [only] = misconceptions(results_of(grades, tests), SPECS)
     assert (only.students, only.tests) == (1, ["test_x", "test_y"])  # in notebook order
 
 
@@ -154,15 +155,15 @@ def test_a_catalogued_misconception_shows_the_section_the_trusted_pass_named() -
     named = Misconception(mistake.name, section_of(source, mistake.cell))
     spec = {first: AssignmentSpec(first, {"test_a": 1.0})}
     grades = [GradeRow("ann", first, 0.0, 1.0, Outcome(Kind.GRADED))]
-    [found] = misconceptions(grades, [TestRow("ann", first, "test_a", 0.0, 1.0, (named,))], spec)
+    [found] = misconceptions(results_of(grades, [TestRow("ann", first, "test_a", 0.0, 1.0, (named,))]), spec)
     released = (NOTEBOOKS_DIR / first / f"{first}.ipynb").read_text()
     assert found.misconception == named and found.section and found.section in released
 
 
 def test_no_misconception_named_says_none_named() -> None:
     plain = [TestRow(t.student_id, t.assignment, t.test, t.score, t.max_score) for t in TESTS]
-    html = render_html(build_class_report(GRADES, plain, SPECS))
-    assert misconceptions(GRADES, plain, SPECS) == []
+    html = render_html(build_class_report(results_of(GRADES, plain), SPECS))
+    assert misconceptions(results_of(GRADES, plain), SPECS) == []
     assert "None named" in html
 
 
@@ -179,14 +180,14 @@ def test_not_graded_or_limit_rows_with_their_status() -> None:
 
 
 def test_html_escapes_every_student_string_and_holds_no_script(tmp_path: Path) -> None:
-    html = render_html(build_class_report(GRADES, TESTS, SPECS))
+    html = render_html(build_class_report(results_of(GRADES, TESTS), SPECS))
     assert "<script" not in html.lower() and HOSTILE_ID not in html and HOSTILE_STATUS not in html
     assert "&lt;img src=x onerror=alert(1)&gt;" in html
     assert "&lt;/td&gt;&lt;script&gt;" in html
 
 
 def test_json_has_the_same_data_and_a_schema_version(tmp_path: Path) -> None:
-    write_class_report(GRADES, TESTS, SPECS, tmp_path)
+    write_class_report(results_of(GRADES, TESTS), SPECS, tmp_path)
     data = json.loads((tmp_path / CLASS_REPORT_JSON).read_text())
     assert data["schema_version"] == SCHEMA_VERSION and data["schema"]
     a = data["notebooks"][0]
@@ -303,7 +304,7 @@ def test_hostile_code_and_ids_are_escaped_in_the_side_by_side_view(tiny_class, t
     submissions, released = tiny_class
     grades = [GradeRow(s.student, "01_a", 2.0, 2.0, Outcome(Kind.GRADED)) for s in submissions]
     spec = {"01_a": AssignmentSpec("01_a", {"test_attention": 2.0})}
-    write_class_report(grades, [], spec, tmp_path / "out", submissions, released)
+    write_class_report(results_of(grades, []), spec, tmp_path / "out", submissions, released)
     html = (tmp_path / "out" / CLASS_REPORT_HTML).read_text()
     assert "<script" not in html.lower() and "</pre><script>" not in html and HOSTILE_ID not in html
     assert "&lt;/script&gt;&lt;script&gt;" in html and "&lt;img src=x onerror=alert(1)&gt;" in html
@@ -329,7 +330,7 @@ def test_the_report_opens_from_disk_with_its_sections_and_no_script(tiny_class, 
     grades += [GradeRow("dee", "01_a", 0.0, 2.0, Outcome(Kind.MISSING, "no 01_a.ipynb"))]
     tests = [TestRow(g.student_id, "01_a", "test_attention", g.score, 2.0, () if g.score else (Misconception("m"),)) for g in grades]
     spec = {"01_a": AssignmentSpec("01_a", {"test_attention": 2.0})}
-    path = write_class_report(grades, tests, spec, tmp_path / "out", submissions, released)
+    path = write_class_report(results_of(grades, tests), spec, tmp_path / "out", submissions, released)
     with chromium() as browser:
         page = browser.new_page(viewport={"width": 1280, "height": 900})
         errors: list[str] = []

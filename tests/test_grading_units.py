@@ -20,12 +20,13 @@ from autograder.grading.models import (
     AssignmentSpec,
     Graded,
     GradeRow,
-    GradingReport,
+    GradingResults,
     HealthCheckFailed,
     Kind,
     Misconception,
     Outcome,
     Submission,
+    SubmissionResult,
     TestRow,
 )
 from autograder.grading.pipeline import grade_in_pool, in_class_order
@@ -71,7 +72,9 @@ def test_results_come_out_in_class_order_whatever_order_they_finished_in() -> No
     grades = [GradeRow(s, a, 0.0, 1.0, Outcome(Kind.GRADED)) for s, a in pairs]
     tests = [TestRow(s, a, t, 0.0, 1.0) for s, a in pairs for t in specs[a].tests]
     for seed in range(5):
-        report = GradingReport(random.Random(seed).sample(grades, len(grades)), random.Random(seed + 9).sample(tests, len(tests)))
+        report = GradingResults.from_rows(
+            random.Random(seed).sample(grades, len(grades)), random.Random(seed + 9).sample(tests, len(tests))
+        )
         in_class_order(report, pairs, specs)
         assert report.grades == grades and report.tests == tests
 
@@ -149,7 +152,9 @@ class _Batch:
         if start_check:
             self.log.append(("start check", worker, chunk[0].assignment))
         self.log.append(("graded", worker, chunk[0].assignment))
-        return [Graded(s, GradeRow(s.student, s.assignment, 1.0, 1.0, Outcome(Kind.GRADED)), [], worker=worker) for s in chunk]
+        return [
+            Graded(s, SubmissionResult(GradeRow(s.student, s.assignment, 1.0, 1.0, Outcome(Kind.GRADED))), worker=worker) for s in chunk
+        ]
 
     def check_health(self) -> str:
         worker = threading.current_thread().name

@@ -61,7 +61,7 @@ def test_gradebook_export_adds_a_missing_assignment_and_keeps_manual_grades(tmp_
     from nbgrader.api import Gradebook
 
     from autograder.grading.gradebook_export import export_to_gradebook
-    from autograder.grading.models import GradeRow, Kind, Outcome, TestRow
+    from autograder.grading.models import GradeRow, GradingResults, Kind, Outcome, TestRow
 
     spec = AssignmentSpec.load(SOLUTIONS_DIR, ASSIGNMENT)
     url = f"sqlite:///{tmp_path / 'gradebook.db'}"
@@ -78,7 +78,7 @@ def test_gradebook_export_adds_a_missing_assignment_and_keeps_manual_grades(tmp_
         GradeRow("erin", ASSIGNMENT, 0.0, spec.max_score, Outcome(Kind.MISSING, "no notebook")),
     ]
     tests = [TestRow("carol", ASSIGNMENT, t, 0.0 if t == first_test else p, p) for t, p in spec.tests.items()]
-    export = export_to_gradebook(url, grades, tests)
+    export = export_to_gradebook(url, GradingResults.from_rows(grades, tests).results)
     assert export.assignments_added == [ASSIGNMENT]
     assert (export.written, export.not_graded, export.missing) == ([("carol", ASSIGNMENT)], [("dan", ASSIGNMENT)], [("erin", ASSIGNMENT)])
 
@@ -98,7 +98,7 @@ def test_gradebook_export_adds_a_missing_assignment_and_keeps_manual_grades(tmp_
         grade.manual_score = 1.0  # the instructor's review in formgrader
         gradebook.db.commit()
 
-    export_to_gradebook(url, grades, tests)  # grading again
+    export_to_gradebook(url, GradingResults.from_rows(grades, tests).results)  # grading again
     with Gradebook(url) as gradebook:
         grade = gradebook.find_grade(first_test, ASSIGNMENT, ASSIGNMENT, "carol")
         assert (grade.auto_score, grade.manual_score) == (0.0, 1.0)

@@ -8,6 +8,7 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
+from helpers import results_of
 
 from autograder.grading.class_report import CLASS_REPORT_JSON, write_class_report
 from autograder.grading.models import AssignmentSpec, GradeRow, Kind, Lateness, Outcome, TestRow
@@ -53,7 +54,7 @@ def test_percent_of_a_notebook_worth_nothing_is_zero() -> None:
 
 def test_scores_mean_median_percentages_and_full_marks() -> None:
     grades = [graded("ann", 5.0), graded("bob", 3.0), graded("cy", 1.0), graded("dee", 4.0), graded("eve", 3.0)]
-    [a] = notebook_stats(grades, [], SPECS)
+    [a] = notebook_stats(results_of(grades, []), SPECS)
     assert a.scores == [5.0, 3.0, 1.0, 4.0, 3.0] and a.max_score == 5.0
     assert a.percents == [100.0, 60.0, 20.0, 80.0, 60.0]
     assert a.mean == pytest.approx(16 / 5) and a.median == 3.0  # sorted 1, 3, 3, 4, 5
@@ -63,7 +64,7 @@ def test_scores_mean_median_percentages_and_full_marks() -> None:
 
 
 def test_the_median_of_an_even_count_is_the_mean_of_the_middle_two() -> None:
-    [a] = notebook_stats([graded("ann", 1.0), graded("bob", 4.0), graded("cy", 2.0), graded("dee", 5.0)], [], SPECS)
+    [a] = notebook_stats(results_of([graded("ann", 1.0), graded("bob", 4.0), graded("cy", 2.0), graded("dee", 5.0)], []), SPECS)
     assert a.median == 3.0 and a.median_percent == 60.0  # (2 + 4) / 2 points, (40 + 80) / 2 %
 
 
@@ -73,7 +74,7 @@ def test_an_assignment_where_nothing_was_scored_has_no_mean_and_an_empty_histogr
         GradeRow("bob", "01_a", 0.0, 5.0, Outcome(Kind.UNREADABLE, "no cells")),
         GradeRow("cy", "01_a", 0.0, 5.0, Outcome(Kind.MISSING, "no 01_a.ipynb")),
     ]
-    [a] = notebook_stats(grades, rows("bob", 0.0, 0.0, 0.0), SPECS)  # bob's rows do not count: he was not scored
+    [a] = notebook_stats(results_of(grades, rows("bob", 0.0, 0.0, 0.0)), SPECS)  # bob's rows do not count: he was not scored
     assert a.scores == [] and a.percents == [] and a.not_scored == 3
     assert a.not_scored_kinds.most_common() == [("missing", 2), ("unreadable", 1)]
     assert (a.mean, a.median, a.mean_percent, a.median_percent, a.full_marks) == (None, None, None, None, 0)
@@ -87,9 +88,9 @@ def test_an_assignment_where_nothing_was_scored_has_no_mean_and_an_empty_histogr
 
 def test_a_notebook_without_rows_is_left_out_and_the_rest_keep_course_order() -> None:
     grades = [graded("ann", 4.0, assignment="02_b", max_score=4.0), graded("ann", 5.0)]
-    assert [n.assignment for n in notebook_stats(grades, [], SPECS)] == ["01_a", "02_b"]
-    assert [n.assignment for n in notebook_stats(grades[:1], [], SPECS)] == ["02_b"]
-    assert notebook_stats([], [], SPECS) == []
+    assert [n.assignment for n in notebook_stats(results_of(grades, []), SPECS)] == ["01_a", "02_b"]
+    assert [n.assignment for n in notebook_stats(results_of(grades[:1], []), SPECS)] == ["02_b"]
+    assert notebook_stats(results_of([], []), SPECS) == []
 
 
 def test_late_counts_scored_rows_after_their_due_date_and_sums_their_penalties() -> None:
@@ -103,7 +104,7 @@ def test_late_counts_scored_rows_after_their_due_date_and_sums_their_penalties()
         graded("eve", 3.0),  # no hand-in time known
         GradeRow("fay", "01_a", 0.0, 5.0, Outcome(Kind.UNREADABLE, "no cells"), late(2, 0.5)),  # late, but not scored
     ]
-    [a] = notebook_stats(grades, [], SPECS)
+    [a] = notebook_stats(results_of(grades, []), SPECS)
     assert (a.late, a.late_points) == (2, 1.75)  # ann and bob: 0.5 + 1.25
     assert a.scores == [4.5, 2.0, 5.0, 5.0, 3.0]  # the scores are after the penalty, as grades.csv has them
 
@@ -111,7 +112,7 @@ def test_late_counts_scored_rows_after_their_due_date_and_sums_their_penalties()
 def test_per_question_mean_full_marks_and_failures() -> None:
     grades = [graded("ann", 5.0), graded("bob", 3.0), graded("cy", 1.0), graded("dee", 4.0)]
     tests = rows("ann", 2, 2, 1) + rows("bob", 2, 0, 1) + rows("cy", 0, 0, 1) + rows("dee", 2, 1, 1)
-    [a] = notebook_stats(grades, tests, SPECS)
+    [a] = notebook_stats(results_of(grades, tests), SPECS)
     x, y, z = a.questions
     assert (x.test, x.points, x.scored, x.full, x.failed, x.mean, x.full_marks) == ("test_x", 2.0, 4, 3, 1, 1.5, 0.75)
     assert (y.full, y.failed, y.mean, y.full_marks) == (1, 3, 0.75, 0.25)  # dee's 1 of 2 is not full marks
@@ -122,7 +123,7 @@ def test_per_question_mean_full_marks_and_failures() -> None:
 def test_tied_failures_keep_notebook_order_and_a_missing_row_is_not_a_failure() -> None:
     grades = [graded("ann", 2.0), graded("bob", 3.0), graded("cy", 4.0)]
     tests = rows("ann", 0, 0, 1) + rows("bob", 2, 0, 1)[1:] + [TestRow("cy", "01_a", "test_x", 0.0, 2.0)]  # bob: no test_x row
-    [a] = notebook_stats(grades, tests, SPECS)
+    [a] = notebook_stats(results_of(grades, tests), SPECS)
     x, y, z = a.questions
     assert (x.scored, x.failed, y.scored, y.failed, z.scored) == (2, 2, 2, 2, 2)
     assert [(f.test, f.failed, f.graded) for f in a.most_failed] == [("test_x", 2, 3), ("test_y", 2, 3)]
@@ -142,8 +143,8 @@ def test_summary_and_class_report_show_the_same_numbers(tmp_path: Path) -> None:
     grades = [graded("ann", 5.0, late(3, 0.5)), graded("bob", 2.0), graded("cy", 0.0)]
     grades.append(GradeRow("dee", "01_a", 0.0, 5.0, Outcome(Kind.MISSING, "no 01_a.ipynb")))
     tests = rows("ann", 2, 2, 1) + rows("bob", 2, 0, 0) + rows("cy", 0, 0, 0)
-    text = write_summary(grades, tests, SPECS, tmp_path)
-    write_class_report(grades, tests, SPECS, tmp_path)
+    text = write_summary(results_of(grades, tests), SPECS, tmp_path)
+    write_class_report(results_of(grades, tests), SPECS, tmp_path)
     [a] = json.loads((tmp_path / CLASS_REPORT_JSON).read_text())["notebooks"]
     # 100 %, 40 %, 0 %: mean 140/3 = 46.7 % (7/3 points), median 40 % (2 points)
     assert "| 01_a | 3 | 47 | 40 | 0 | 100 | 1 | 1 missing |" in text

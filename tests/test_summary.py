@@ -5,6 +5,8 @@ from __future__ import annotations
 import csv
 from pathlib import Path
 
+from helpers import results_of
+
 from autograder.grading.models import AssignmentSpec, GradeRow, Kind, Outcome, TestRow
 from autograder.grading.reports import GRADEBOOK_CSV, SUMMARY_MD, SUMMARY_PNG, write_summary
 from autograder.grading.statistics import notebook_stats
@@ -35,7 +37,7 @@ TESTS = [
 
 
 def test_summary_counts_graded_pairs_and_names_why_the_rest_were_not() -> None:
-    a, b = notebook_stats(GRADES, TESTS, SPECS)
+    a, b = notebook_stats(results_of(GRADES, TESTS), SPECS)
     assert (a.assignment, a.percents, a.max_score) == ("01_a", [100.0, 50.0], 4.0)
     assert a.histogram == [0, 0, 0, 0, 0, 1, 0, 0, 0, 1]  # 50 % in [50,60), full marks in the last bin
     assert dict(a.not_scored_kinds) == {"unreadable": 1}
@@ -45,7 +47,7 @@ def test_summary_counts_graded_pairs_and_names_why_the_rest_were_not() -> None:
 
 
 def test_write_summary_writes_an_importable_gradebook_markdown_and_a_plot(tmp_path: Path) -> None:
-    text = write_summary(GRADES, TESTS, SPECS, tmp_path)
+    text = write_summary(results_of(GRADES, TESTS), SPECS, tmp_path)
     with (tmp_path / GRADEBOOK_CSV).open() as handle:
         rows = list(csv.reader(handle))
     assert rows == [

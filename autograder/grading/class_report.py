@@ -1,10 +1,8 @@
 """The class report an instructor opens after grading: ``class-report.html``, and the same data as ``class-report.json``.
 
-"Report" names four things: ``GradingReport`` (models.py, the rows one grading run gives back), ``RunReport``
-(run_report.py, what one sealed run said, validated), ``ClassReport`` (here: this page and its JSON) and
-reports.py (the files written from the rows: CSVs, gradebook, summary.md/png).
+``ClassReport`` is this page's data (models.py maps the flow of a result up to here, and the other "report" names).
 
-Four sections, from the rows of ``grades.csv`` and ``tests.csv`` and the notebooks handed in:
+Four sections, from the submissions' results (the rows of ``grades.csv`` and ``tests.csv``) and the notebooks handed in:
 
 * **Scores**: per notebook how many were handed in late and the points that cost, the distribution (a histogram drawn with matplotlib, embedded as a PNG),
   mean and median; per question (test) the mean, the share with full marks and the discrimination,
@@ -46,7 +44,7 @@ from course_utils.reference import assignment_notebook, cell_source, solution_ce
 
 from ..settings import NOTEBOOKS_DIR, SOLUTIONS_DIR
 from .admission import repair
-from .models import AssignmentSpec, GradeRow, Misconception, Submission, TestRow
+from .models import AssignmentSpec, GradeRow, Misconception, Submission, SubmissionResult
 from .statistics import BIN_EDGES, BIN_WIDTH, MIN_FOR_DISCRIMINATION, NotebookStats, QuestionStats, notebook_stats
 
 CLASS_REPORT_HTML = "class-report.html"
@@ -148,16 +146,14 @@ class ClassReport:
 # --- misconceptions and problems ----------------------------------------------------------------------
 
 
-def misconceptions(grades: list[GradeRow], tests: list[TestRow], specs: dict[str, AssignmentSpec]) -> list[MisconceptionCount]:
+def misconceptions(results: list[SubmissionResult], specs: dict[str, AssignmentSpec]) -> list[MisconceptionCount]:
     """Named misconceptions of scored submissions per (notebook, misconception): most students first."""
-    scored = {(r.student_id, r.assignment) for r in grades if r.outcome.scored}
     students: dict[tuple[str, Misconception], set[str]] = defaultdict(set)
     from_tests: dict[tuple[str, Misconception], set[str]] = defaultdict(set)
-    for t in tests:
-        if (t.student_id, t.assignment) in scored:
-            for named in t.misconceptions:  # every mistake that gives what the code gave
-                students[(t.assignment, named)].add(t.student_id)
-                from_tests[(t.assignment, named)].add(t.test)
+    for t in (t for r in results if r.grade.outcome.scored for t in r.tests):
+        for named in t.misconceptions:  # every mistake that gives what the code gave
+            students[(t.assignment, named)].add(t.student_id)
+            from_tests[(t.assignment, named)].add(t.test)
     order = {name: i for i, name in enumerate(specs)}
 
     def test_order(assignment: str, test: str) -> tuple[int, str]:
@@ -366,17 +362,16 @@ def clean_code_html(html: str) -> str:
 
 
 def build_class_report(
-    grades: list[GradeRow],
-    tests: list[TestRow],
+    results: list[SubmissionResult],
     specs: dict[str, AssignmentSpec],
     submissions: Iterable[Submission] = (),
     notebooks_dir: Path = NOTEBOOKS_DIR,
 ) -> ClassReport:
     return ClassReport(
-        notebooks=notebook_stats(grades, tests, specs),
-        misconceptions=misconceptions(grades, tests, specs),
+        notebooks=notebook_stats(results, specs),
+        misconceptions=misconceptions(results, specs),
         similarity=similar_pairs(submissions, list(specs), notebooks_dir),
-        problems=problems(grades),
+        problems=problems([r.grade for r in results]),
     )
 
 
@@ -460,15 +455,14 @@ def render_html(report: ClassReport) -> str:
 
 
 def write_class_report(
-    grades: list[GradeRow],
-    tests: list[TestRow],
+    results: list[SubmissionResult],
     specs: dict[str, AssignmentSpec],
     out: Path,
     submissions: Iterable[Submission] = (),
     notebooks_dir: Path = NOTEBOOKS_DIR,
 ) -> Path:
     """Write class-report.html and class-report.json under ``out``; return the HTML's path."""
-    report = build_class_report(grades, tests, specs, submissions, notebooks_dir)
+    report = build_class_report(results, specs, submissions, notebooks_dir)
     out.mkdir(parents=True, exist_ok=True)
     (out / CLASS_REPORT_JSON).write_text(json.dumps(report_json(report), indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     path = out / CLASS_REPORT_HTML

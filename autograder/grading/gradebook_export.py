@@ -36,7 +36,7 @@ from course_utils.reference import assignment_notebook, cells_tested_by
 from ..course import list_assignments, scratch_course
 from ..settings import SOLUTIONS_DIR, put_environment_on_path
 from .deadlines import TIMESTAMP_FILE
-from .models import GradebookExport, GradeRow, Kind, TestRow
+from .models import GradebookExport, GradeRow, Kind, SubmissionResult, TestRow
 
 if TYPE_CHECKING:
     from nbgrader.api import Gradebook
@@ -67,14 +67,13 @@ def check_gradebook_url(url: str) -> str:
 
 def export_to_gradebook(
     url: str,
-    grades: list[GradeRow],
-    tests: list[TestRow],
+    results: list[SubmissionResult],
     solutions_dir: Path = SOLUTIONS_DIR,
     *,
     autograded: dict[tuple[str, str], Path] | None = None,
     course_dir: Path | None = None,
 ) -> GradebookExport:
-    """Write ``grades`` and ``tests`` into the nbgrader gradebook at ``url`` (an SQLAlchemy URL).
+    """Write each result's grade row and test rows into the nbgrader gradebook at ``url`` (an SQLAlchemy URL).
 
     ``autograded`` maps a (student, assignment) pair to its graded notebook; with ``course_dir`` each is
     copied into the course's ``autograded/`` folder, nbgrader's layout.
@@ -84,14 +83,14 @@ def export_to_gradebook(
     put_environment_on_path()  # a new gradebook asks the alembic command for its schema version
     export = GradebookExport(url)
     known = set(list_assignments(solutions_dir))
-    grades = [row for row in grades if row.assignment in known]  # a file placed under no assignment has none to go to
+    results = [r for r in results if r.grade.assignment in known]  # a file placed under no assignment has none to go to
+    grades = [r.grade for r in results]
     names = list(dict.fromkeys(row.assignment for row in grades))
     with Gradebook(url) as gradebook:
         missing_assignments = [name for name in names if not _has_assignment(gradebook, name)]
     for name in missing_assignments:
         _add_assignment(url, name, solutions_dir)
         export.assignments_added.append(name)
-    results = {(t.student_id, t.assignment, t.test): t for t in tests}
     tested_cells = {name: _cells_tested(solutions_dir, name) for name in names}
     with Gradebook(url) as gradebook, warnings.catch_warnings():
         # nbgrader 0.9's add_submission trips SQLAlchemy 2's autoflush warnings; they are harmless.
@@ -99,15 +98,15 @@ def export_to_gradebook(
         for name in names:
             due = next((r.lateness.due for r in grades if r.assignment == name and r.lateness and not r.lateness.extended), None)
             _record_due_date(gradebook, name, due)
-        for row in grades:
-            pair = (row.student_id, row.assignment)
+        for result in results:
+            row, pair, own = result.grade, result.pair, {t.test: t for t in result.tests}
             if row.outcome.kind is Kind.MISSING:
                 export.missing.append(pair)
                 continue
             tests_here = _tests_of(gradebook, row.assignment)
-            found = [results[(*pair, test)] for test in tests_here if (*pair, test) in results]
+            found = [own[test] for test in tests_here if test in own]
             comments = _cell_comments(found, tested_cells[row.assignment]) if row.outcome.scored else {}
-            scores = {test: results[(*pair, test)].score if (*pair, test) in results else 0.0 for test in tests_here}
+            scores = {test: own[test].score if test in own else 0.0 for test in tests_here}
             _write_submission(gradebook, row, scores, f"Autograder: {row.status}", comments)
             (export.written if row.outcome.scored else export.not_graded).append(pair)
             if course_dir is not None and autograded and pair in autograded and row.outcome.scored:

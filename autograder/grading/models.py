@@ -1,11 +1,30 @@
-"""What grading works with and gives back, as data: submissions, options, outcomes, rows.
+"""What grading works with and gives back, as data: submissions, options, outcomes, results.
 
 An outcome is a kind, a reason and notes; it becomes text only where a person reads it
 (``Outcome.render``: the CSVs, the terminal table, the summary).
 
-Four things are called a report: ``GradingReport`` here is what ``grade`` returns for the class (its rows);
-``RunReport`` (``run_report.py``) is one submission's sealed run and verdicts; ``ClassReport``
-(``class_report.py``) is the instructor's page; ``reports.py`` writes the CSVs and the summary from the rows.
+One result model, from the sealed run to the class report; each stage reads the one before, none re-derives it:
+
+1. The sealed run and the trusted pass (``nbgrader_ext.sealed_execute``, ``verdicts.decide``) write a ``RunReport``
+   (``run_report.py``): how the run ended, the student's outputs, and a ``Verdict`` per test, each with the
+   ``Misconception``s the trusted pass named (``misconceptions.py``). It is hostile input: the worker reads it only
+   through ``read_run_report``, which accepts exactly its schema (else ``Kind.INVALID_RESULT``).
+2. The worker (``worker.grade_one``) builds the pair's ``SubmissionResult`` once: a ``GradeRow`` (score, max,
+   ``Outcome``) and a ``TestRow`` per test (score from nbgrader's gradebook, the verdict's misconceptions as they
+   came). A submission that cannot be graded gets one too (``worker.ungraded``), zeros and why. ``Graded`` carries it
+   back with what travels beside it (feedback, the autograded notebook, timings).
+3. ``grade`` (``pipeline.py``) gathers them in a ``GradingResults``: fresh ones, reused ones (``cache.py`` keeps a
+   pair's rows), a row for each file placed nowhere; puts them in class order; holds each grade row to its due date
+   (``deadlines.apply_deadlines`` sets ``GradeRow.lateness`` and the penalised score, the tests untouched).
+4. Every output reads those results: ``reports.py`` writes grades.csv and tests.csv (``GradingResults.grades`` and
+   ``.tests`` are the CSVs' rows), gradebook.csv, lms-import.csv and summary.md/png; ``statistics.py`` computes
+   every number (``NotebookStats``) from the results, for summary.md and the class report; ``class_report.py``
+   writes class-report.html/json (``MisconceptionCount`` wraps a ``Misconception`` with its count);
+   ``gradebook_export.py`` writes each result into nbgrader's gradebook.
+
+"Report" names one thing each: ``RunReport``, what one sealed run sends back (the wire message, validated);
+``ClassReport``, the data of the instructor's page class-report.html; ``reports.py``, the module that writes the
+CSVs and the summary. What ``grade`` gives back is ``GradingResults``, never a report.
 """
 
 from __future__ import annotations
@@ -145,6 +164,20 @@ class TestRow:
 
 
 @dataclass(frozen=True)
+class SubmissionResult:
+    """One (student, assignment) pair's result, built once (the worker, from the validated ``RunReport`` and the
+    gradebook's scores; the cache; a file placed nowhere) and then only read: its grade row, with its outcome and
+    lateness, and its test rows in notebook order, each with the misconceptions its verdict named."""
+
+    grade: GradeRow
+    tests: tuple[TestRow, ...] = ()  # none for a file placed under no assignment
+
+    @property
+    def pair(self) -> tuple[str, str]:
+        return (self.grade.student_id, self.grade.assignment)
+
+
+@dataclass(frozen=True)
 class AssignmentSpec:
     """What the source notebook says an assignment is worth, test by test."""
 
@@ -198,9 +231,10 @@ STAGES = (
 
 @dataclass
 class Graded:
+    """What a worker sends back for one submission: its result, and what travels beside it (feedback, timing)."""
+
     submission: Submission
-    grade: GradeRow
-    tests: list[TestRow]
+    result: SubmissionResult
     feedback: dict[str, bytes] = field(default_factory=dict)  # file name -> HTML
     worker: str = ""  # which worker graded it: its end-of-run health check vouches for the row
     stages: dict[str, float] = field(default_factory=dict)  # seconds per grading stage (see STAGES)
@@ -234,15 +268,37 @@ class GradebookExport:
 
 
 @dataclass
-class GradingReport:
-    grades: list[GradeRow] = field(default_factory=list)
-    tests: list[TestRow] = field(default_factory=list)
+class GradingResults:
+    """What ``grade`` gives back for the class: every pair's ``SubmissionResult``, in class order."""
+
+    results: list[SubmissionResult] = field(default_factory=list)
     reused: int = 0  # pairs whose rows came from an earlier run: nothing they depend on changed
     gradebook: GradebookExport | None = None  # what grade(gradebook=URL) wrote into nbgrader's gradebook
     stages: dict[str, float] = field(default_factory=dict)  # seconds per grading stage, summed over the submissions graded now
 
+    @property
+    def grades(self) -> list[GradeRow]:
+        """grades.csv's rows."""
+        return [r.grade for r in self.results]
+
+    @property
+    def tests(self) -> list[TestRow]:
+        """tests.csv's rows."""
+        return [t for r in self.results for t in r.tests]
+
     def row_of(self, student_id: str, assignment: str) -> GradeRow:
-        return next(r for r in self.grades if r.student_id == student_id and r.assignment == assignment)
+        return self.result_of(student_id, assignment).grade
+
+    def result_of(self, student_id: str, assignment: str) -> SubmissionResult:
+        return next(r for r in self.results if r.pair == (student_id, assignment))
 
     def tests_of(self, student_id: str, assignment: str) -> dict[str, float]:
-        return {r.test: r.score for r in self.tests if r.student_id == student_id and r.assignment == assignment}
+        return {t.test: t.score for t in self.result_of(student_id, assignment).tests}
+
+    @classmethod
+    def from_rows(cls, grades: list[GradeRow], tests: list[TestRow]) -> "GradingResults":
+        """Rows in the CSVs' flat shape (a test row names its pair), as one result per grade row."""
+        by_pair: dict[tuple[str, str], list[TestRow]] = {}
+        for t in tests:
+            by_pair.setdefault((t.student_id, t.assignment), []).append(t)
+        return cls([SubmissionResult(g, tuple(by_pair.get((g.student_id, g.assignment), ()))) for g in grades])

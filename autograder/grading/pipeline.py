@@ -33,11 +33,12 @@ from .models import (
     Graded,
     GradeRow,
     GradingOptions,
-    GradingReport,
+    GradingResults,
     HealthCheckFailed,
     Kind,
     Outcome,
     Submission,
+    SubmissionResult,
     SubmittedAt,
 )
 from .reports import write_csvs, write_summary
@@ -87,7 +88,7 @@ class ClassPlan:
     handed_in_at: dict[tuple[str, str], SubmittedAt]
 
 
-def grade(submissions: Path, out: Path, settings: GradeSettings | None = None, **changes: object) -> GradingReport:
+def grade(submissions: Path, out: Path, settings: GradeSettings | None = None, **changes: object) -> GradingResults:
     """Grade everything in ``submissions``; write CSVs and feedback under ``out``.
 
     ``settings`` (or its fields, given by name) say how. ``jobs`` > 1 grades in that many local processes,
@@ -117,7 +118,7 @@ def grade(submissions: Path, out: Path, settings: GradeSettings | None = None, *
     out.mkdir(parents=True, exist_ok=True)
     cache = GradingCache(out / CACHE_FILE, fingerprint(settings.solutions_dir, settings.options))
     report, fresh = _reused(cache, plan.todo, settings.reuse)
-    kept = {(g.student_id, g.assignment) for g in report.grades}
+    kept = {r.pair for r in report.results}
     _clear_stale(out / FEEDBACK_DIR, kept, "*/*.html")
     _clear_stale(out / AUTOGRADED_DIR, kept, "*/*.ipynb")
     finished, failure = _grade_fresh(fresh, plan, settings, done=report.reused)
@@ -125,7 +126,8 @@ def grade(submissions: Path, out: Path, settings: GradeSettings | None = None, *
         _record(graded, report, cache, out)
     cache.save()
     in_class_order(report, plan.pairs, plan.specs)
-    report.grades = apply_deadlines(report.grades, plan.handed_in_at, settings.deadlines or Deadlines()) + plan.unplaced
+    held = apply_deadlines(report.grades, plan.handed_in_at, settings.deadlines or Deadlines())  # the same rows, in order
+    report.results = [replace(r, grade=row) for r, row in zip(report.results, held)] + [SubmissionResult(row) for row in plan.unplaced]
     _write_reports(report, plan, out)
     if failure is not None:
         raise failure
@@ -170,16 +172,15 @@ def _plan(received: Received, settings: GradeSettings, submissions: Path) -> Cla
     )
 
 
-def _reused(cache: GradingCache, todo: list[Submission], reuse: bool) -> tuple[GradingReport, list[Submission]]:
+def _reused(cache: GradingCache, todo: list[Submission], reuse: bool) -> tuple[GradingResults, list[Submission]]:
     """The rows an earlier run into OUT already gave (nothing they depend on changed), and what is left to grade."""
-    report, fresh = GradingReport(), []
+    report, fresh = GradingResults(), []
     for submission in todo:
         hit = cache.get(submission) if reuse else None
         if hit is None:
             fresh.append(submission)
         else:
-            report.grades.append(hit[0])
-            report.tests += hit[1]
+            report.results.append(SubmissionResult(hit[0], tuple(hit[1])))
             report.reused += 1
     return report, fresh
 
@@ -211,20 +212,19 @@ def _grade_fresh(
         _unverified(g.submission, specs[g.submission.assignment], str(failure))
         if g.submission.content is not None  # a missing notebook's row needs no grader to vouch for it
         and (g.worker in broken or "*" in broken)
-        and g.grade.outcome.kind is not Kind.HEALTH_CHECK_FAILED
+        and g.result.grade.outcome.kind is not Kind.HEALTH_CHECK_FAILED
         else g
         for g in finished
     ]
     return vouched, failure
 
 
-def _record(graded: Graded, report: GradingReport, cache: GradingCache, out: Path) -> None:
-    """One graded pair into the report, its files into OUT and its rows into the cache (unless a health check failed)."""
-    grade_row = graded.grade
+def _record(graded: Graded, report: GradingResults, cache: GradingCache, out: Path) -> None:
+    """One graded pair into the results, its files into OUT and its rows into the cache (unless a health check failed)."""
+    grade_row = graded.result.grade
     for stage, seconds in graded.stages.items():
         report.stages[stage] = report.stages.get(stage, 0.0) + seconds
-    report.grades.append(grade_row)
-    report.tests += graded.tests
+    report.results.append(graded.result)
     files = [(FEEDBACK_DIR, filename, html) for filename, html in graded.feedback.items()]
     if graded.autograded:
         files.append((AUTOGRADED_DIR, f"{grade_row.assignment}.ipynb", graded.autograded))
@@ -233,16 +233,16 @@ def _record(graded: Graded, report: GradingReport, cache: GradingCache, out: Pat
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_bytes(content)
     if grade_row.outcome.kind is not Kind.HEALTH_CHECK_FAILED:
-        cache.put(graded.submission, grade_row, graded.tests)
+        cache.put(graded.submission, grade_row, list(graded.result.tests))
 
 
-def _write_reports(report: GradingReport, plan: ClassPlan, out: Path) -> None:
+def _write_reports(report: GradingResults, plan: ClassPlan, out: Path) -> None:
     write_csvs(report, out)
-    write_summary(report.grades, report.tests, plan.specs, out)
-    write_class_report(report.grades, report.tests, plan.specs, out, plan.todo)  # similarity reads the notebooks handed in
+    write_summary(report.results, plan.specs, out)
+    write_class_report(report.results, plan.specs, out, plan.todo)  # similarity reads the notebooks handed in
 
 
-def _export(report: GradingReport, settings: GradeSettings, out: Path) -> GradebookExport:
+def _export(report: GradingResults, settings: GradeSettings, out: Path) -> GradebookExport:
     assert settings.gradebook is not None
     autograded = {
         (row.student_id, row.assignment): path
@@ -250,7 +250,7 @@ def _export(report: GradingReport, settings: GradeSettings, out: Path) -> Gradeb
         if (path := out / AUTOGRADED_DIR / row.student_id / f"{row.assignment}.ipynb").is_file()
     }
     return export_to_gradebook(
-        settings.gradebook, report.grades, report.tests, settings.solutions_dir, autograded=autograded, course_dir=settings.course_dir
+        settings.gradebook, report.results, settings.solutions_dir, autograded=autograded, course_dir=settings.course_dir
     )
 
 
@@ -394,9 +394,11 @@ def _clear_stale(folder_of_students: Path, keep: set[tuple[str, str]], pattern: 
             folder.rmdir()
 
 
-def in_class_order(report: GradingReport, pairs: list[tuple[str, str]], specs: dict[str, AssignmentSpec]) -> None:
+def in_class_order(report: GradingResults, pairs: list[tuple[str, str]], specs: dict[str, AssignmentSpec]) -> None:
     """The same order whatever ran where, and whenever it finished: ``pairs`` (students, then
     assignments in course order), and each pair's tests in notebook order."""
     order = {pair: i for i, pair in enumerate(pairs)}
-    report.grades.sort(key=lambda r: order[(r.student_id, r.assignment)])
-    report.tests.sort(key=lambda r: (order[(r.student_id, r.assignment)], list(specs[r.assignment].tests).index(r.test)))
+    report.results.sort(key=lambda r: order[r.pair])
+    report.results = [
+        replace(r, tests=tuple(sorted(r.tests, key=lambda t: list(specs[t.assignment].tests).index(t.test)))) for r in report.results
+    ]

@@ -9,9 +9,8 @@ distribution, how many pairs could not be graded and why, and the tests most oft
 that could not be graded) is ``autograder.grading.class_report``. Both read their numbers from
 ``autograder.grading.statistics`` (``NotebookStats``); this module formats them and computes none.
 
-"Report" names four things: ``GradingReport`` (models.py, the rows one grading run gives back), ``RunReport``
-(run_report.py, what one sealed run said, validated), ``ClassReport`` (class_report.py, the instructor's
-HTML and JSON page) and this module (the files written from the rows: CSVs, gradebook, summary.md/png).
+Every file here is written from the class's ``SubmissionResult``s (``models.GradingResults``); models.py maps
+how a result flows from the sealed run to these files, and what each type named "report" is.
 """
 
 from __future__ import annotations
@@ -19,7 +18,7 @@ from __future__ import annotations
 from datetime import datetime
 from pathlib import Path
 
-from .models import AssignmentSpec, GradeRow, GradingReport, Kind, TestRow
+from .models import AssignmentSpec, GradeRow, GradingResults, Kind, SubmissionResult
 from .roster import Roster
 from .spreadsheet import write_csv
 from .statistics import BIN_EDGES, NotebookStats, notebook_stats
@@ -117,10 +116,11 @@ def plot_summary(summaries: list[NotebookStats], path: Path) -> Path:
     return path
 
 
-def write_summary(grades: list[GradeRow], tests: list[TestRow], specs: dict[str, AssignmentSpec], out: Path) -> str:
+def write_summary(results: list[SubmissionResult], specs: dict[str, AssignmentSpec], out: Path) -> str:
     """Write gradebook.csv, summary.md and summary.png under ``out``; return the Markdown."""
+    grades = [r.grade for r in results]
     write_gradebook(grades, specs, out)
-    summaries = notebook_stats(grades, tests, specs)
+    summaries = notebook_stats(results, specs)
     text = format_summary(summaries, unplaced=sum(r.assignment not in specs for r in grades))
     (out / SUMMARY_MD).write_text(text, encoding="utf-8")
     plot_summary(summaries, out / SUMMARY_PNG)
@@ -131,7 +131,7 @@ GRADES_CSV = "grades.csv"
 TESTS_CSV = "tests.csv"
 
 
-def write_csvs(report: GradingReport, out: Path) -> None:
+def write_csvs(report: GradingResults, out: Path) -> None:
     out.mkdir(parents=True, exist_ok=True)
     grades = [
         {
@@ -167,7 +167,7 @@ def _iso(moment: datetime | None) -> str:
     return moment.isoformat(timespec="seconds").replace("+00:00", "Z") if moment else ""
 
 
-def format_table(report: GradingReport, status_width: int = 100) -> str:
+def format_table(report: GradingResults, status_width: int = 100) -> str:
     """The grades as a fixed-width table for the terminal (long statuses cut at ``status_width``)."""
     header = ("student", "assignment", "score", "status")
     rows = [(r.student_id, r.assignment, f"{r.score:g} / {r.max_score:g}", r.status) for r in report.grades]

@@ -5,8 +5,8 @@ sealed run ended, the limits it met, the outputs of the student's cells, and eve
 ``Verdict`` from the trusted pass (its status, and for a failed check the input, the problem with
 the largest error, and the hint). The worker reads it back with ``read_run_report``, which
 accepts exactly this schema; anything else is ``ReportInvalid``, and the submission gets the
-status ``Kind.INVALID_RESULT`` rather than a grade made from something unchecked. (The class's rows are a
-``GradingReport``, ``models.py``; the instructor's page is a ``ClassReport``, ``class_report.py``.)
+status ``Kind.INVALID_RESULT`` rather than a grade made from something unchecked. A validated report is read once,
+into the submission's ``SubmissionResult`` (``worker.grade_one``); models.py maps what follows.
 """
 
 from __future__ import annotations

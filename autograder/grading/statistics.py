@@ -1,4 +1,4 @@
-"""The class's statistics, computed once from the rows of ``grades.csv`` and ``tests.csv``.
+"""The class's statistics, computed once from the submissions' results (the rows of ``grades.csv`` and ``tests.csv``).
 
 Per notebook (``NotebookStats``): the scores of the scored submissions, as points and as percentages, their
 mean, median and 10-bin histogram, how many rows were not scored and why, how many were handed in late and
@@ -6,19 +6,18 @@ what that cost; per question (``QuestionStats``): the mean, how many got full ma
 discrimination. Both readers take them from here: ``summary.md`` and ``summary.png`` (``reports``) and the
 class report (``class_report``); neither computes a statistic of its own.
 
-"Report" names four things: ``GradingReport`` (models.py, the rows one grading run gives back), ``RunReport``
-(run_report.py, what one sealed run said, validated), ``ClassReport`` (class_report.py, the instructor's
-HTML and JSON page) and reports.py (the files written from the rows: CSVs, gradebook, summary.md/png).
+Each ``SubmissionResult`` holds its own test rows, so no statistic joins tests to grades again (models.py maps
+the flow).
 """
 
 from __future__ import annotations
 
 import math
 import statistics  # the standard library's (absolute imports): this module only shares its name
-from collections import Counter, defaultdict
+from collections import Counter
 from dataclasses import dataclass, field
 
-from .models import AssignmentSpec, GradeRow, TestRow
+from .models import AssignmentSpec, GradeRow, SubmissionResult, TestRow
 
 BINS = 10  # score histogram: bins of 10 percentage points, full marks in the last
 BIN_WIDTH = 100 / BINS
@@ -144,18 +143,16 @@ class NotebookStats:
         return [TestFailures(q.test, q.failed, len(self.scores)) for q in ranked]
 
 
-def notebook_stats(grades: list[GradeRow], tests: list[TestRow], specs: dict[str, AssignmentSpec]) -> list[NotebookStats]:
-    """Per notebook with any grade row, in course order (``specs``'s), from the scored rows only."""
-    by_pair: dict[tuple[str, str], dict[str, TestRow]] = defaultdict(dict)
-    for t in tests:
-        by_pair[(t.student_id, t.assignment)][t.test] = t
+def notebook_stats(results: list[SubmissionResult], specs: dict[str, AssignmentSpec]) -> list[NotebookStats]:
+    """Per notebook with any grade row, in course order (``specs``'s), from the scored results only."""
     result = []
     for name, spec in specs.items():
-        rows = [r for r in grades if r.assignment == name]
-        if not rows:
+        mine = [r for r in results if r.grade.assignment == name]
+        if not mine:
             continue
-        scored = [r for r in rows if r.outcome.scored]
-        own = [by_pair[(r.student_id, name)] for r in scored]  # each scored submission's test rows, by test
+        rows = [r.grade for r in mine]
+        scored = [r.grade for r in mine if r.grade.outcome.scored]
+        own = [{t.test: t for t in r.tests} for r in mine if r.grade.outcome.scored]  # each scored submission's test rows, by test
         late = [r for r in scored if r.lateness is not None and r.lateness.late_by.total_seconds() > 0]
         result.append(
             NotebookStats(

@@ -40,6 +40,7 @@ from .models import (
     Outcome,
     Submission,
     SubmissionProblem,
+    SubmissionResult,
     TestRow,
 )
 from .run_report import ReportInvalid, RunReport, read_run_report
@@ -136,7 +137,7 @@ class GradingBatch:
         clock.lap()  # the submissions' own stages were timed by grade_one
         for result in results:
             if self.options.feedback:
-                result.feedback = _feedback(course, api, result.grade)
+                result.feedback = _feedback(course, api, result.result.grade)
                 result.stages["feedback"] = clock.lap()
         if results:
             results[0].stages.update({stage: results[0].stages.get(stage, 0.0) + seconds for stage, seconds in setup.items()})
@@ -249,10 +250,10 @@ def grade_one(course: ScratchCourse, api: Any, submission: Submission, spec: Ass
     violations = sandbox_violations(_all_outputs(report), report.leftover_processes)
     named = {v.test: v.misconceptions for v in report.verdicts}
     outcome = _graded_outcome(spec, scores, notes, flags, violations)
+    tests = (TestRow(student, name, test, scores.get(test, 0.0), points, named.get(test, ())) for test, points in spec.tests.items())
     return Graded(
         submission,
-        GradeRow(student, name, sum(scores.values()), spec.max_score, outcome),
-        [TestRow(student, name, test, scores.get(test, 0.0), points, named.get(test, ())) for test, points in spec.tests.items()],
+        SubmissionResult(GradeRow(student, name, sum(scores.values()), spec.max_score, outcome), tuple(tests)),
         stages=stages,
         autograded=autograded.read_bytes(),
     )
@@ -261,11 +262,8 @@ def grade_one(course: ScratchCourse, api: Any, submission: Submission, spec: Ass
 def ungraded(submission: Submission, spec: AssignmentSpec, outcome: Outcome) -> Graded:
     """The row of a submission that could not be graded: zero on every test, and why."""
     student, name = submission.student, spec.name
-    return Graded(
-        submission,
-        GradeRow(student, name, 0.0, spec.max_score, outcome),
-        [TestRow(student, name, test, 0.0, points) for test, points in spec.tests.items()],
-    )
+    tests = (TestRow(student, name, test, 0.0, points) for test, points in spec.tests.items())
+    return Graded(submission, SubmissionResult(GradeRow(student, name, 0.0, spec.max_score, outcome), tuple(tests)))
 
 
 def not_handed_in(submission: Submission, spec: AssignmentSpec) -> Graded:
@@ -394,7 +392,7 @@ def health_check(course: ScratchCourse, api: Any, spec: AssignmentSpec, options:
     # The solution answers each question for the student it is graded as: its STUDENT_ID is that student's.
     source = nbformat.writes(with_student_id(solution, HEALTH_STUDENT)).encode("utf-8")
     probe = Submission(HEALTH_STUDENT, spec.name, source)
-    result = grade_one(course, api, probe, spec, replace(options, feedback=False))
+    result = grade_one(course, api, probe, spec, replace(options, feedback=False)).result
     if result.grade.score != spec.max_score or not result.grade.outcome.scored:
         raise HealthCheckFailed(
             f"{Kind.HEALTH_CHECK_FAILED.value} on {worker_id()} for {spec.name}: the known solution scored "
