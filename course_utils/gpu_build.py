@@ -48,9 +48,8 @@ def _first_lines(error: BaseException, limit: int = 600) -> str:
     return text if len(text) <= limit else "... " + text[-limit:]  # Triton puts the source first, the reason last
 
 
-def _load(source: str, name: str) -> Any:
-    """The kernel, from its source written to a file (Triton reads a kernel's source from its file)."""
-    folder = tempfile.mkdtemp(prefix="gpu_build_")
+def _load(source: str, name: str, folder: str) -> Any:
+    """The kernel, from its source written to a file in ``folder`` (Triton reads a kernel's source from its file)."""
     path = os.path.join(folder, f"{name}_source.py")
     with open(path, "w") as handle:
         handle.write("import triton\nimport triton.language as tl\n\n" + source + "\n")
@@ -68,10 +67,12 @@ def build(job: dict[str, Any]) -> dict[str, Any]:
 
     result: dict[str, Any] = {"kernel": job["name"], "arch": job["arch"], "config": job["config"]}
     try:
-        kernel = _load(job["source"], job["name"])
-        attrs = {tuple(key): value for key, value in job["attrs"]}
-        source = ASTSource(fn=kernel, signature=job["signature"], constexprs=job["constexprs"], attrs=attrs)
-        compiled = triton.compile(source, target=GPUTarget("cuda", ARCHES[job["arch"]], 32), options=job["options"])
+        # The source file is needed only while the kernel compiles: no folder is left behind per build.
+        with tempfile.TemporaryDirectory(prefix="gpu_build_") as folder:
+            kernel = _load(job["source"], job["name"], folder)
+            attrs = {tuple(key): value for key, value in job["attrs"]}
+            source = ASTSource(fn=kernel, signature=job["signature"], constexprs=job["constexprs"], attrs=attrs)
+            compiled = triton.compile(source, target=GPUTarget("cuda", ARCHES[job["arch"]], 32), options=job["options"])
     except Exception as error:  # noqa: BLE001 - any refusal of the compiler is the finding
         return {**result, "compiled": False, "error": _first_lines(error)}
     ptx = compiled.asm["ptx"]

@@ -206,6 +206,25 @@ def test_a_build_is_remembered_only_while_what_decides_it_is_the_same(solution, 
         gpu_compiler.forget()
 
 
+def test_a_compile_leaves_no_folder_behind(solution, monkeypatch, tmp_path):
+    """Each build writes its kernel's source to a file for Triton; the file's folder goes when the build ends."""
+    from course_utils import gpu_compiler
+    from course_utils.kernels import build_jobs, capturing_launches, run_builds
+
+    with capturing_launches() as launches:
+        solution.vector_add(torch.ones(100), torch.ones(100))
+    [job] = [job for one in launches for job in build_jobs(one.kernel, one.args, one.kwargs, "sm_90")]
+    monkeypatch.setenv("TMPDIR", str(tmp_path))  # the child's temporary folders, apart from everyone else's
+    gpu_compiler.forget()
+    try:
+        broken = {**job, "source": job["source"].replace("tl.load(", "tl.lode(", 1)}
+        built, failed = run_builds([job, broken])
+        assert built.compiled and not failed.compiled, built.summary
+    finally:
+        gpu_compiler.close()
+    assert not list(tmp_path.glob("gpu_build_*")), "a build left its source folder behind"
+
+
 def compile_children() -> list[int]:
     """This process's live compile children (they run ``course_utils/gpu_build.py``), as the system lists them."""
     return live_children(lambda command: any(part.endswith(b"gpu_build.py") for part in command))
