@@ -57,7 +57,7 @@ def softmax_source() -> str:
 
 def softmax_cell(body: str, base: str | None = None) -> Variant:
     """softmax's cell with ``body`` run after its definition (the correct one unless ``base``)."""
-    return Variant("bad softmax cell", "softmax", source=(base or softmax_source()) + "\n\n" + body)
+    return Variant("bad softmax cell", "softmax", of=(base or softmax_source()) + "\n\n" + body)
 
 
 def notebook_file(notebook, name: str = f"{FIRST}.ipynb") -> Callable[[Path], None]:
@@ -186,7 +186,7 @@ BAD_CASES = [
     ),
     BadCase(
         "syntax-error",
-        notebook_file(solved(FIRST, [Variant("syntax error", "softmax", source=SOFTMAX_SIGNATURE + "\n    return (scores")])),
+        notebook_file(solved(FIRST, [Variant("syntax error", "softmax", of=SOFTMAX_SIGNATURE + "\n    return (scores")])),
         "lost",
         r"errors in your code: softmax raised SyntaxError",
         SOFTMAX_TESTS,
@@ -294,7 +294,7 @@ BAD_CASES = [
     ),
     BadCase(
         "nan-outputs",
-        notebook_file(solved(FIRST, [Variant("NaN", "softmax", source=SOFTMAX_SIGNATURE + "\n    return scores * float('nan')")])),
+        notebook_file(solved(FIRST, [Variant("NaN", "softmax", of=SOFTMAX_SIGNATURE + "\n    return scores * float('nan')")])),
         "lost",
         r"^graded \(lost points on: test_softmax",
         SOFTMAX_TESTS,
@@ -302,9 +302,7 @@ BAD_CASES = [
     BadCase(
         "patches-assert-close",
         notebook_file(
-            solved(
-                FIRST, [WRONG_SOFTMAX, Variant("patch", "hard_lookup", source="import torch\ntorch.testing.assert_close = " + NEVER_FAIL)]
-            )
+            solved(FIRST, [WRONG_SOFTMAX, Variant("patch", "hard_lookup", of="import torch\ntorch.testing.assert_close = " + NEVER_FAIL)])
         ),
         "at least",  # the patch is flagged for review and changes nothing: the verdicts are decided elsewhere
         r"^review: introspection of the grader \(hard_lookup: 'torch\.testing\.assert_close =",
@@ -337,7 +335,7 @@ BAD_CASES = [
                     Variant(
                         "borrow",
                         "softmax",
-                        source=f"from course_utils.reference import load_solution\nsoftmax = load_solution({FIRST!r}).softmax",
+                        of=f"from course_utils.reference import load_solution\nsoftmax = load_solution({FIRST!r}).softmax",
                     )
                 ],
             )
@@ -454,7 +452,7 @@ HOSTILE_CASES = [
                     Variant(
                         "obfuscated",
                         "softmax",
-                        source=(
+                        of=(
                             "import importlib\nsoftmax = getattr(importlib.import_module('course_utils.' + 'refer' + 'ence'), 'load_' + 'solution')"
                             f"({FIRST!r}).softmax"
                         ),
@@ -476,7 +474,7 @@ HOSTILE_CASES = [
                     Variant(
                         "print the stash",
                         "attention_entropy",
-                        source=next(
+                        of=next(
                             c.source for c in solved(FIRST).cells if c.metadata.get("nbgrader", {}).get("grade_id") == "attention_entropy"
                         )
                         + "\nprint('\\n'.join(_stash))",

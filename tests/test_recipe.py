@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import importlib
 import re
 from pathlib import Path
@@ -9,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from autograder.course import list_assignments
-from autograder.mistakes import catalogue_module
+from autograder.mistakes import Variant, catalogue_module
 from autograder.settings import REPO_ROOT
 
 RECIPE = "docs/contributing.md, 'Adding a notebook'"
@@ -33,6 +34,53 @@ def recipe_problems(assignment: str, root: Path = REPO_ROOT) -> list[str]:
     if not re.search(rf"^\| {assignment[:2]} \|", readme, re.MULTILINE):
         problems.append(f"no row '| {assignment[:2]} | …' in README.md's course table")
     return problems
+
+
+def idiom_problems(path: Path, tables: dict[str, list[Variant]]) -> list[str]:
+    """How a catalogue module (``tables``: its MISTAKES and CORRECT_VARIANTS, or HELD_OUT's mistakes) strays from
+    the one idiom of docs/contributing.md, "The mistakes catalogue": a base (the solution cell, or ``of=`` a text
+    written out in the module) and ``(old, new)`` edits. A mistake is its wrong lines, so it always has edits; a
+    correct variant without edits is a whole cell given as ``of``. The module holds data only: no function or
+    class of its own that builds variants another way."""
+    problems = [
+        f"{path.name}: {node.name} is defined at module level (write the variant as a base and edits)"
+        for node in ast.parse(path.read_text(encoding="utf-8")).body
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+    ]
+    for table, variants in tables.items():
+        for variant in variants:
+            if type(variant) is not Variant:
+                problems.append(f"{path.name}: {table} holds {variant!r}, not a Variant")
+            elif table != "CORRECT_VARIANTS" and not variant.edits:
+                problems.append(f"{path.name}: the mistake {variant.name!r} has no edits (a mistake is its wrong lines)")
+            elif not variant.edits and variant.of is None:
+                problems.append(f"{path.name}: the correct variant {variant.name!r} is the solution unchanged (no edits, no of=)")
+    return problems
+
+
+@pytest.mark.parametrize("assignment", list_assignments())
+def test_every_catalogue_entry_is_a_base_and_edits(assignment: str) -> None:
+    module = catalogue_module(assignment)
+    catalogue = importlib.import_module(f"autograder.mistakes.{module}")
+    held_out = importlib.import_module(f"held_out.{module}")
+    problems = idiom_problems(
+        REPO_ROOT / "autograder" / "mistakes" / f"{module}.py",
+        {"MISTAKES": catalogue.MISTAKES, "CORRECT_VARIANTS": catalogue.CORRECT_VARIANTS},
+    )
+    problems += idiom_problems(REPO_ROOT / "tests" / "held_out" / f"{module}.py", {"HELD_OUT": [h.mistake for h in held_out.HELD_OUT]})
+    assert not problems, "; ".join(problems)
+
+
+def test_a_catalogue_entry_written_another_way_is_told(tmp_path: Path) -> None:
+    path = tmp_path / "sparse_attention.py"
+    path.write_text('def _letter(option):\n    return f"letter({option!r})"\n\nMISTAKES = []\n')
+    whole = Variant("a whole wrong cell", "topk_mask", of="\ndef topk_mask(scores, k):\n    return scores\n")
+    unchanged = Variant("the solution itself", "topk_mask")
+    assert idiom_problems(path, {"MISTAKES": [whole], "CORRECT_VARIANTS": [unchanged]}) == [
+        "sparse_attention.py: _letter is defined at module level (write the variant as a base and edits)",
+        "sparse_attention.py: the mistake 'a whole wrong cell' has no edits (a mistake is its wrong lines)",
+        "sparse_attention.py: the correct variant 'the solution itself' is the solution unchanged (no edits, no of=)",
+    ]
 
 
 @pytest.mark.parametrize("assignment", list_assignments())

@@ -1,11 +1,12 @@
-"""Typical mistakes and correct variants, per assignment, as edits of the solution.
+"""Typical mistakes and correct variants, per assignment: each a base text and edits of it.
 
-A ``Variant`` rewrites one solution cell: either small text edits of the solution
-(a mistake is usually one wrong line) or a whole new cell (a different but correct
-implementation). ``loses`` names the tests that must lose points; a correct variant
-loses none. The test suite grades each variant and holds the notebook's tests to
-this table: every mistake loses points on the test that names it, and every
-correct variant gets full marks.
+A ``Variant`` rewrites one solution cell in one idiom: a base (the solution cell, or ``of=`` a whole cell
+written out in the catalogue module) and ``(old, new)`` edits of it. A mistake is its wrong line(s), so it
+always has edits; a correct implementation written differently is a whole cell given as its base with no
+edits; a graded question answered another way is an edit of its solution cell. ``loses`` names the tests
+that must lose points; a correct variant loses none. The test suite grades each variant and holds the
+notebook's tests to this table: every mistake loses points on the test that names it, and every correct
+variant gets full marks. docs/contributing.md, "The mistakes catalogue", shows how to add one.
 """
 
 from __future__ import annotations

@@ -2,18 +2,13 @@
 
 from __future__ import annotations
 
-from .variant import Variant, answered
+from .variant import Variant
 
 CHUNKED = "chunked_attention"
 CHUNK_LOOP = "for start in range(0, T_q, chunk_size):"
 CAUSAL_ROWS = "torch.arange(start, stop, device=Q.device)[:, None]"
 FIT = "np.polyfit(np.log(x), np.log(y), deg=1)"
 BOUND = "answer_tiled_kernel_bound"
-
-
-def _bound(option: str) -> str:
-    """Source for the student's letter of ``option`` (the options are shuffled per student)."""
-    return f'question_values("06_complexity", "tiled_kernel_bound").letter("{option}")'
 
 
 MISTAKES = [
@@ -66,20 +61,46 @@ MISTAKES = [
     Variant(
         "chunked_attention materialises the whole score matrix",
         CHUNKED,
-        source="""
-def chunked_attention(Q, K, V, chunk_size, attn_mask=None, is_causal=False, scale=None):
-    if chunk_size < 1:
-        raise ValueError("chunk_size must be at least 1")
-    if attn_mask is not None and is_causal:
-        raise ValueError("attn_mask or is_causal, not both")
-    scale = Q.shape[-1] ** -0.5 if scale is None else scale
-    scores = Q @ K.transpose(-2, -1) * scale                       # all T_q x T_k at once
-    if is_causal:
-        attn_mask = torch.ones(Q.shape[-2], K.shape[-2], dtype=torch.bool).tril()
-    if attn_mask is not None:
-        scores = scores.masked_fill(~attn_mask, float("-inf")) if attn_mask.dtype == torch.bool else scores + attn_mask
-    return torch.softmax(scores, dim=-1).nan_to_num(0.0) @ V
-""",
+        edits=(
+            (
+                '        raise ValueError(f"chunk_size must be at least 1, got {chunk_size}")\n',
+                '        raise ValueError("chunk_size must be at least 1")\n',
+            ),
+            (
+                (
+                    '        raise ValueError("pass either attn_mask or is_causal, not both")\n'
+                    "    T_q, T_k = Q.shape[-2], K.shape[-2]\n"
+                    "    scale = 1.0 / math.sqrt(Q.shape[-1]) if scale is None else scale\n"
+                    "    keys_t = K.transpose(-2, -1)  # [..., d_k, T_k], a view\n"
+                    "    outputs = []\n"
+                    "    for start in range(0, T_q, chunk_size):  # the last chunk may be shorter\n"
+                    "        stop = min(start + chunk_size, T_q)\n"
+                    "        scores = Q[..., start:stop, :] @ keys_t * scale  # [..., c, T_k]\n"
+                    "        if is_causal:\n"
+                    "            query_pos = torch.arange(start, stop, device=Q.device)[:, None]  # positions in the whole sequence\n"
+                    "            allowed = query_pos >= torch.arange(T_k, device=Q.device)\n"
+                    '            scores = scores.masked_fill(~allowed, float("-inf"))\n'
+                    "        elif attn_mask is not None:\n"
+                    "            rows = attn_mask if attn_mask.shape[-2] == 1 else attn_mask[..., start:stop, :]\n"
+                    '            scores = scores.masked_fill(~rows, float("-inf")) if rows.dtype == torch.bool else scores + rows\n'
+                    "        weights = torch.softmax(scores, dim=-1)\n"
+                    "        del scores\n"
+                    "        weights = weights.nan_to_num(0.0)  # fully masked rows: 0/0 -> zeros\n"
+                    "        outputs.append(weights @ V)\n"
+                    "    return torch.cat(outputs, dim=-2)\n"
+                ),
+                (
+                    '        raise ValueError("attn_mask or is_causal, not both")\n'
+                    "    scale = Q.shape[-1] ** -0.5 if scale is None else scale\n"
+                    "    scores = Q @ K.transpose(-2, -1) * scale                       # all T_q x T_k at once\n"
+                    "    if is_causal:\n"
+                    "        attn_mask = torch.ones(Q.shape[-2], K.shape[-2], dtype=torch.bool).tril()\n"
+                    "    if attn_mask is not None:\n"
+                    '        scores = scores.masked_fill(~attn_mask, float("-inf")) if attn_mask.dtype == torch.bool else scores + attn_mask\n'
+                    "    return torch.softmax(scores, dim=-1).nan_to_num(0.0) @ V\n"
+                ),
+            ),
+        ),
         loses=("test_chunked_attention_memory",),
     ),
     Variant(
@@ -98,20 +119,45 @@ def chunked_attention(Q, K, V, chunk_size, attn_mask=None, is_causal=False, scal
         loses=("test_fit_scaling_exponent_rejects_bad_input",),
     ),
     # The graded questions: the typical slips, each caught by the question's own test.
-    answered(
+    Variant(
         "the tiled kernel called compute-bound (the cap read as above the ridge)",
         BOUND,
-        _bound("compute"),
+        edits=(
+            (
+                (
+                    '    kernel = question_values("06_complexity", "tiled_kernel_bound")\n'
+                    "    cap = 2 * kernel.B_q / 2  # 2 B_q / b FLOP/byte, whatever T is\n"
+                    "    ridge = 989e12 / 3.35e12  # H100 SXM spec sheet: dense bf16 FLOP/s over HBM3 bytes/s\n"
+                    '    return kernel.letter("memory" if cap < ridge else "compute")\n'
+                ),
+                '    return question_values("06_complexity", "tiled_kernel_bound").letter("compute")\n',
+            ),
+        ),
         loses=("test_tiled_kernel_bound_answer",),
     ),
-    answered("the tiled kernel's intensity thought to grow with T", BOUND, _bound("grows"), loses=("test_tiled_kernel_bound_answer",)),
+    Variant(
+        "the tiled kernel's intensity thought to grow with T",
+        BOUND,
+        edits=(
+            (
+                (
+                    '    kernel = question_values("06_complexity", "tiled_kernel_bound")\n'
+                    "    cap = 2 * kernel.B_q / 2  # 2 B_q / b FLOP/byte, whatever T is\n"
+                    "    ridge = 989e12 / 3.35e12  # H100 SXM spec sheet: dense bf16 FLOP/s over HBM3 bytes/s\n"
+                    '    return kernel.letter("memory" if cap < ridge else "compute")\n'
+                ),
+                '    return question_values("06_complexity", "tiled_kernel_bound").letter("grows")\n',
+            ),
+        ),
+        loses=("test_tiled_kernel_bound_answer",),
+    ),
 ]
 
 CORRECT_VARIANTS = [
     Variant(
         "attention_flops as a float, counting each product separately",
         "attention_flops",
-        source="""
+        of="""
 def attention_flops(batch, heads, T_q, T_k, d_k, d_v):
     scores = 2.0 * T_q * T_k * d_k          # QK^T
     output = 2.0 * T_q * T_k * d_v          # PV
@@ -121,7 +167,7 @@ def attention_flops(batch, heads, T_q, T_k, d_k, d_v):
     Variant(
         "attention_score_bytes with element_size",
         "attention_score_bytes",
-        source="""
+        of="""
 def attention_score_bytes(batch, heads, T_q, T_k, dtype):
     return batch * heads * T_q * T_k * torch.empty((), dtype=dtype).element_size()
 """,
@@ -129,7 +175,7 @@ def attention_score_bytes(batch, heads, T_q, T_k, dtype):
     Variant(
         "chunked_attention with einsum, float64 inside and tril offsets",
         CHUNKED,
-        source="""
+        of="""
 def chunked_attention(Q, K, V, chunk_size, attn_mask=None, is_causal=False, scale=None):
     if chunk_size < 1:
         raise ValueError("chunk_size must be at least 1")
@@ -156,7 +202,7 @@ def chunked_attention(Q, K, V, chunk_size, attn_mask=None, is_causal=False, scal
     Variant(
         "fit_scaling_exponent in closed form with torch and log2",
         "fit_scaling_exponent",
-        source="""
+        of="""
 def fit_scaling_exponent(sizes, costs):
     x = torch.as_tensor(sizes, dtype=torch.float64)
     y = torch.as_tensor(costs, dtype=torch.float64)
@@ -169,5 +215,19 @@ def fit_scaling_exponent(sizes, costs):
     return ((lx * ly).sum() / (lx * lx).sum()).item()
 """,
     ),
-    answered("the bound as an upper-case letter with spaces", BOUND, '" " + ' + _bound("memory") + '.upper() + " "'),
+    Variant(
+        "the bound as an upper-case letter with spaces",
+        BOUND,
+        edits=(
+            (
+                (
+                    '    kernel = question_values("06_complexity", "tiled_kernel_bound")\n'
+                    "    cap = 2 * kernel.B_q / 2  # 2 B_q / b FLOP/byte, whatever T is\n"
+                    "    ridge = 989e12 / 3.35e12  # H100 SXM spec sheet: dense bf16 FLOP/s over HBM3 bytes/s\n"
+                    '    return kernel.letter("memory" if cap < ridge else "compute")\n'
+                ),
+                '    return " " + question_values("06_complexity", "tiled_kernel_bound").letter("memory").upper() + " "\n',
+            ),
+        ),
+    ),
 ]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .variant import Variant, answered
+from .variant import Variant
 
 PAIRS = "projected_q.unsqueeze(-2) + projected_k.unsqueeze(-3)"
 WEIGHTS = "weights = torch.softmax(dot_product_scores(Q, K), dim=-1)"
@@ -11,12 +11,6 @@ NO_TANH = "answer_additive_without_tanh"
 SHARED_MAP = "answer_shared_embedding_map"
 BANDWIDTH_RIGHT = '.letter("nearest")'  # the student's letter of the right option, in the solution
 NO_TANH_RIGHT = '.letter("same_rows")'
-
-
-def _letter(answer: str, option: str) -> str:
-    """Source for the student's letter of ``option`` (options and maps are shuffled per student)."""
-    question = answer.removeprefix("answer_")
-    return f'question_values("02_dot_product_attention", "{question}").letter("{option}")'
 
 
 MISTAKES = [
@@ -109,22 +103,37 @@ MISTAKES = [
         edits=((NO_TANH_RIGHT, '.letter("symmetric")'),),
         loses=("test_answer_additive_without_tanh",),
     ),
-    answered(
+    Variant(
         "shared-embedding map: only the rows checked (the one-query map, whose two 'the' columns differ)",
         SHARED_MAP,
-        _letter(SHARED_MAP, "same_query"),
+        edits=(
+            (
+                '    return question_values("02_dot_product_attention", "shared_embedding_map").letter("shared")\n',
+                '    return question_values("02_dot_product_attention", "shared_embedding_map").letter("same_query")\n',
+            ),
+        ),
         loses=("test_answer_shared_embedding_map",),
     ),
-    answered(
+    Variant(
         "shared-embedding map: the clean diagonal of Q = K taken (each position its own vector)",
         SHARED_MAP,
-        _letter(SHARED_MAP, "own"),
+        edits=(
+            (
+                '    return question_values("02_dot_product_attention", "shared_embedding_map").letter("shared")\n',
+                '    return question_values("02_dot_product_attention", "shared_embedding_map").letter("own")\n',
+            ),
+        ),
         loses=("test_answer_shared_embedding_map",),
     ),
-    answered(
+    Variant(
         "shared-embedding map: the first-token map taken (its rows all look alike)",
         SHARED_MAP,
-        _letter(SHARED_MAP, "sink"),
+        edits=(
+            (
+                '    return question_values("02_dot_product_attention", "shared_embedding_map").letter("shared")\n',
+                '    return question_values("02_dot_product_attention", "shared_embedding_map").letter("sink")\n',
+            ),
+        ),
         loses=("test_answer_shared_embedding_map",),
     ),
 ]
@@ -133,7 +142,7 @@ CORRECT_VARIANTS = [
     Variant(
         "dot_product_scores with einsum",
         "dot_product_scores",
-        source="""
+        of="""
 def dot_product_scores(Q, K):
     return torch.einsum("...qd,...kd->...qk", Q, K)
 """,
@@ -141,7 +150,7 @@ def dot_product_scores(Q, K):
     Variant(
         "general_scores with einsum",
         "general_scores",
-        source="""
+        of="""
 def general_scores(Q, K, W):
     return torch.einsum("...qi,ij,...kj->...qk", Q, W, K)
 """,
@@ -149,7 +158,7 @@ def general_scores(Q, K, W):
     Variant(
         "additive_scores with a loop over the keys",
         "additive_scores",
-        source="""
+        of="""
 def additive_scores(Q, K, W_q, W_k, v):
     columns = []
     for j in range(K.shape[-2]):
@@ -161,7 +170,7 @@ def additive_scores(Q, K, W_q, W_k, v):
     Variant(
         "cosine_scores in float64 inside, with vector_norm",
         "cosine_scores",
-        source="""
+        of="""
 def cosine_scores(Q, K, eps=1e-8):
     q, k = Q.double(), K.double()
     q = q / torch.linalg.vector_norm(q, dim=-1, keepdim=True).clamp_min(eps)
@@ -172,7 +181,7 @@ def cosine_scores(Q, K, eps=1e-8):
     Variant(
         "dot_product_attention with einsum and its own stable softmax",
         "dot_product_attention",
-        source="""
+        of="""
 def dot_product_attention(Q, K, V):
     scores = torch.einsum("...qd,...kd->...qk", Q, K)
     exponentials = (scores - scores.amax(dim=-1, keepdim=True)).exp()
@@ -180,7 +189,34 @@ def dot_product_attention(Q, K, V):
     return torch.einsum("...qk,...kv->...qv", weights, V), weights
 """,
     ),
-    answered("bandwidth limit as an upper-case letter with spaces", BANDWIDTH, '" " + ' + _letter(BANDWIDTH, "nearest") + '.upper() + " "'),
-    answered("additive without tanh as an upper-case letter", NO_TANH, _letter(NO_TANH, "same_rows") + ".upper()"),
-    answered("shared-embedding map as an upper-case letter", SHARED_MAP, _letter(SHARED_MAP, "shared") + ".upper()"),
+    Variant(
+        "bandwidth limit as an upper-case letter with spaces",
+        BANDWIDTH,
+        edits=(
+            (
+                '    return question_values("02_dot_product_attention", "bandwidth_limit").letter("nearest")\n',
+                '    return " " + question_values("02_dot_product_attention", "bandwidth_limit").letter("nearest").upper() + " "\n',
+            ),
+        ),
+    ),
+    Variant(
+        "additive without tanh as an upper-case letter",
+        NO_TANH,
+        edits=(
+            (
+                '    return question_values("02_dot_product_attention", "additive_without_tanh").letter("same_rows")\n',
+                '    return question_values("02_dot_product_attention", "additive_without_tanh").letter("same_rows").upper()\n',
+            ),
+        ),
+    ),
+    Variant(
+        "shared-embedding map as an upper-case letter",
+        SHARED_MAP,
+        edits=(
+            (
+                '    return question_values("02_dot_product_attention", "shared_embedding_map").letter("shared")\n',
+                '    return question_values("02_dot_product_attention", "shared_embedding_map").letter("shared").upper()\n',
+            ),
+        ),
+    ),
 ]

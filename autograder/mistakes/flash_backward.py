@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .variant import Variant, answered
+from .variant import Variant
 
 SOFTMAX_BW = "softmax_backward"
 NAIVE = "attention_backward"
@@ -21,51 +21,17 @@ TILE_FLOPS = ("test_flash_attention_backward_tiles", "test_flash_attention_backw
 TRITON_SKIPS = "test_flash_attention_backward_triton_skips_masked_blocks"
 TRITON_VALUES = TRITON_OUTPUTS + (TRITON_SKIPS,)  # a wrong formula in a kernel: every test that compares its gradients
 
-SECOND_PASS_FOR_DQ = """
-def flash_attention_backward(Q, K, V, O, dO, L, is_causal=False, scale=None, block_q=64, block_k=64):
-    if block_q < 1 or block_k < 1:
-        raise ValueError("block sizes must be at least 1")
-    T_q, T_k = Q.shape[-2], K.shape[-2]
-    s = 1.0 / math.sqrt(Q.shape[-1]) if scale is None else scale
-    acc = torch.float64 if Q.dtype == torch.float64 else torch.float32
-    D = flash_backward_preprocess(O, dO)
-
-    def tile(q0, q1, k0, k1):  # P and dS of one tile, rebuilt from Q, K and L
-        q, k = Q[..., q0:q1, :].to(acc), K[..., k0:k1, :].to(acc)
-        S = s * q @ k.transpose(-2, -1)
-        if is_causal:
-            S = S.masked_fill(torch.arange(k0, k1)[None, :] > torch.arange(q0, q1)[:, None], float("-inf"))
-        P = torch.exp(S - L[..., q0:q1, None].to(acc))
-        dS = P * (dO[..., q0:q1, :].to(acc) @ V[..., k0:k1, :].to(acc).transpose(-2, -1) - D[..., q0:q1, None].to(acc))
-        return q, k, P, dS
-
-    dK, dV = torch.empty(K.shape, dtype=K.dtype), torch.empty(V.shape, dtype=V.dtype)
-    for k0 in range(0, T_k, block_k):  # first pass: dK and dV, key blocks outside
-        k1 = min(k0 + block_k, T_k)
-        dk = torch.zeros(*K.shape[:-2], k1 - k0, K.shape[-1], dtype=acc)
-        dv = torch.zeros(*V.shape[:-2], k1 - k0, V.shape[-1], dtype=acc)
-        for q0 in range(k0 - k0 % block_q if is_causal else 0, T_q, block_q):
-            q1 = min(q0 + block_q, T_q)
-            q, k, P, dS = tile(q0, q1, k0, k1)
-            dv += P.transpose(-2, -1) @ dO[..., q0:q1, :].to(acc)
-            dk += s * dS.transpose(-2, -1) @ q
-        dK[..., k0:k1, :], dV[..., k0:k1, :] = dk.to(K.dtype), dv.to(V.dtype)
-    dQ = torch.empty(Q.shape, dtype=Q.dtype)
-    for q0 in range(0, T_q, block_q):  # second pass: dQ, query blocks outside, S and dP once more
-        q1 = min(q0 + block_q, T_q)
-        dq = torch.zeros(*Q.shape[:-2], q1 - q0, Q.shape[-1], dtype=acc)
-        for k0 in range(0, min(T_k, q1) if is_causal else T_k, block_k):
-            q, k, P, dS = tile(q0, q1, k0, min(k0 + block_k, T_k))
-            dq += s * dS @ k
-        dQ[..., q0:q1, :] = dq.to(Q.dtype)
-    return dQ, dK, dV
-"""
 
 MISTAKES = [
-    answered(
+    Variant(
         "the worked example's dS without the D term (dS = P dP)",
         WORKED,
-        "[0.25, 0.75, 5.0, 0.5, 4.5, 4.5 * math.log(3)]",
+        edits=(
+            (
+                "    return [0.25, 0.75, 5.0, -0.75, 0.75, 0.75 * math.log(3)]\n",
+                "    return [0.25, 0.75, 5.0, 0.5, 4.5, 4.5 * math.log(3)]\n",
+            ),
+        ),
         loses=("test_answer_worked_backward",),
     ),
     Variant(
@@ -165,19 +131,132 @@ MISTAKES = [
     Variant(
         "flash_attention_backward takes dQ in a second pass over the tiles (seven products per tile)",
         FLASH,
-        source=SECOND_PASS_FOR_DQ,
+        edits=(
+            (
+                '        raise ValueError(f"block sizes must be at least 1, got block_q={block_q}, block_k={block_k}")\n',
+                '        raise ValueError("block sizes must be at least 1")\n',
+            ),
+            (
+                (
+                    "    scale = 1.0 / math.sqrt(Q.shape[-1]) if scale is None else scale\n"
+                    "    acc_dtype = torch.float64 if Q.dtype == torch.float64 else torch.float32\n"
+                ),
+                (
+                    "    s = 1.0 / math.sqrt(Q.shape[-1]) if scale is None else scale\n"
+                    "    acc = torch.float64 if Q.dtype == torch.float64 else torch.float32\n"
+                ),
+            ),
+            (
+                (
+                    "    dQ = torch.zeros(Q.shape, dtype=acc_dtype, device=Q.device)  # added to by every key block\n"
+                    "    dK = torch.empty(K.shape, dtype=Q.dtype, device=Q.device)\n"
+                    "    dV = torch.empty(V.shape, dtype=Q.dtype, device=Q.device)\n"
+                    "    for k_start in range(0, T_k, block_k):  # outer: key blocks\n"
+                    "        k_stop = min(k_start + block_k, T_k)\n"
+                    "        k = K[..., k_start:k_stop, :].to(acc_dtype)\n"
+                    "        v = V[..., k_start:k_stop, :].to(acc_dtype)\n"
+                    "        dk = torch.zeros_like(k)  # stays with this key block\n"
+                    "        dv = torch.zeros_like(v)\n"
+                    "        q_first = k_start if is_causal else 0  # causal: rows above k_start never see it\n"
+                    "        for q_start in range(q_first - q_first % block_q, T_q, block_q):\n"
+                    "            q_stop = min(q_start + block_q, T_q)\n"
+                    "            q = Q[..., q_start:q_stop, :].to(acc_dtype)\n"
+                    "            do = dO[..., q_start:q_stop, :].to(acc_dtype)\n"
+                    "            s = scale * q @ k.transpose(-2, -1)  # one [block_q, block_k] tile\n"
+                    "            if is_causal and k_stop - 1 > q_start:  # the tile crosses the diagonal\n"
+                    "                rows = torch.arange(q_start, q_stop, device=Q.device)[:, None]\n"
+                    '                s = s.masked_fill(torch.arange(k_start, k_stop, device=Q.device) > rows, float("-inf"))\n'
+                    "            p = torch.exp(s - L[..., q_start:q_stop, None].to(acc_dtype))  # the forward's weights, rebuilt\n"
+                    "            dv += p.transpose(-2, -1) @ do\n"
+                    "            dp = do @ v.transpose(-2, -1)\n"
+                    "            ds = p * (dp - D[..., q_start:q_stop, None].to(acc_dtype))\n"
+                    "            dQ[..., q_start:q_stop, :] += scale * ds @ k\n"
+                    "            dk += scale * ds.transpose(-2, -1) @ q\n"
+                    "        dK[..., k_start:k_stop, :] = dk.to(Q.dtype)\n"
+                    "        dV[..., k_start:k_stop, :] = dv.to(Q.dtype)\n"
+                    "    return dQ.to(Q.dtype), dK, dV\n"
+                ),
+                (
+                    "\n"
+                    "    def tile(q0, q1, k0, k1):  # P and dS of one tile, rebuilt from Q, K and L\n"
+                    "        q, k = Q[..., q0:q1, :].to(acc), K[..., k0:k1, :].to(acc)\n"
+                    "        S = s * q @ k.transpose(-2, -1)\n"
+                    "        if is_causal:\n"
+                    '            S = S.masked_fill(torch.arange(k0, k1)[None, :] > torch.arange(q0, q1)[:, None], float("-inf"))\n'
+                    "        P = torch.exp(S - L[..., q0:q1, None].to(acc))\n"
+                    "        dS = P * (dO[..., q0:q1, :].to(acc) @ V[..., k0:k1, :].to(acc).transpose(-2, -1) - D[..., q0:q1, None].to(acc))\n"
+                    "        return q, k, P, dS\n"
+                    "\n"
+                    "    dK, dV = torch.empty(K.shape, dtype=K.dtype), torch.empty(V.shape, dtype=V.dtype)\n"
+                    "    for k0 in range(0, T_k, block_k):  # first pass: dK and dV, key blocks outside\n"
+                    "        k1 = min(k0 + block_k, T_k)\n"
+                    "        dk = torch.zeros(*K.shape[:-2], k1 - k0, K.shape[-1], dtype=acc)\n"
+                    "        dv = torch.zeros(*V.shape[:-2], k1 - k0, V.shape[-1], dtype=acc)\n"
+                    "        for q0 in range(k0 - k0 % block_q if is_causal else 0, T_q, block_q):\n"
+                    "            q1 = min(q0 + block_q, T_q)\n"
+                    "            q, k, P, dS = tile(q0, q1, k0, k1)\n"
+                    "            dv += P.transpose(-2, -1) @ dO[..., q0:q1, :].to(acc)\n"
+                    "            dk += s * dS.transpose(-2, -1) @ q\n"
+                    "        dK[..., k0:k1, :], dV[..., k0:k1, :] = dk.to(K.dtype), dv.to(V.dtype)\n"
+                    "    dQ = torch.empty(Q.shape, dtype=Q.dtype)\n"
+                    "    for q0 in range(0, T_q, block_q):  # second pass: dQ, query blocks outside, S and dP once more\n"
+                    "        q1 = min(q0 + block_q, T_q)\n"
+                    "        dq = torch.zeros(*Q.shape[:-2], q1 - q0, Q.shape[-1], dtype=acc)\n"
+                    "        for k0 in range(0, min(T_k, q1) if is_causal else T_k, block_k):\n"
+                    "            q, k, P, dS = tile(q0, q1, k0, min(k0 + block_k, T_k))\n"
+                    "            dq += s * dS @ k\n"
+                    "        dQ[..., q0:q1, :] = dq.to(Q.dtype)\n"
+                    "    return dQ, dK, dV\n"
+                ),
+            ),
+        ),
         loses=TILE_FLOPS,
     ),
     Variant(
         "flash_attention_backward keeps the whole P (the plain backward inside)",
         FLASH,
-        source="""
-def flash_attention_backward(Q, K, V, O, dO, L, is_causal=False, scale=None, block_q=64, block_k=64):
-    if block_q < 1 or block_k < 1:
-        raise ValueError("block sizes must be at least 1")
-    return attention_backward(Q, K, V, dO, is_causal=is_causal, scale=scale)
-""",
-        # the plain backward sums in the inputs' dtype: the bfloat16 long-sum test sees it too
+        edits=(
+            (
+                (
+                    '        raise ValueError(f"block sizes must be at least 1, got block_q={block_q}, block_k={block_k}")\n'
+                    "    T_q, T_k = Q.shape[-2], K.shape[-2]\n"
+                    "    scale = 1.0 / math.sqrt(Q.shape[-1]) if scale is None else scale\n"
+                    "    acc_dtype = torch.float64 if Q.dtype == torch.float64 else torch.float32\n"
+                    "    D = flash_backward_preprocess(O, dO)\n"
+                    "    dQ = torch.zeros(Q.shape, dtype=acc_dtype, device=Q.device)  # added to by every key block\n"
+                    "    dK = torch.empty(K.shape, dtype=Q.dtype, device=Q.device)\n"
+                    "    dV = torch.empty(V.shape, dtype=Q.dtype, device=Q.device)\n"
+                    "    for k_start in range(0, T_k, block_k):  # outer: key blocks\n"
+                    "        k_stop = min(k_start + block_k, T_k)\n"
+                    "        k = K[..., k_start:k_stop, :].to(acc_dtype)\n"
+                    "        v = V[..., k_start:k_stop, :].to(acc_dtype)\n"
+                    "        dk = torch.zeros_like(k)  # stays with this key block\n"
+                    "        dv = torch.zeros_like(v)\n"
+                    "        q_first = k_start if is_causal else 0  # causal: rows above k_start never see it\n"
+                    "        for q_start in range(q_first - q_first % block_q, T_q, block_q):\n"
+                    "            q_stop = min(q_start + block_q, T_q)\n"
+                    "            q = Q[..., q_start:q_stop, :].to(acc_dtype)\n"
+                    "            do = dO[..., q_start:q_stop, :].to(acc_dtype)\n"
+                    "            s = scale * q @ k.transpose(-2, -1)  # one [block_q, block_k] tile\n"
+                    "            if is_causal and k_stop - 1 > q_start:  # the tile crosses the diagonal\n"
+                    "                rows = torch.arange(q_start, q_stop, device=Q.device)[:, None]\n"
+                    '                s = s.masked_fill(torch.arange(k_start, k_stop, device=Q.device) > rows, float("-inf"))\n'
+                    "            p = torch.exp(s - L[..., q_start:q_stop, None].to(acc_dtype))  # the forward's weights, rebuilt\n"
+                    "            dv += p.transpose(-2, -1) @ do\n"
+                    "            dp = do @ v.transpose(-2, -1)\n"
+                    "            ds = p * (dp - D[..., q_start:q_stop, None].to(acc_dtype))\n"
+                    "            dQ[..., q_start:q_stop, :] += scale * ds @ k\n"
+                    "            dk += scale * ds.transpose(-2, -1) @ q\n"
+                    "        dK[..., k_start:k_stop, :] = dk.to(Q.dtype)\n"
+                    "        dV[..., k_start:k_stop, :] = dv.to(Q.dtype)\n"
+                    "    return dQ.to(Q.dtype), dK, dV\n"
+                ),
+                (
+                    '        raise ValueError("block sizes must be at least 1")\n'
+                    "    return attention_backward(Q, K, V, dO, is_causal=is_causal, scale=scale)\n"
+                ),
+            ),
+        ),
         loses=("test_flash_attention_backward_tiles", "test_flash_attention_backward_skips_masked_blocks", "test_flash_attention_backward"),
     ),
     Variant(
@@ -359,7 +438,7 @@ CORRECT_VARIANTS = [
     Variant(
         "the carried forward left as the stub (notebook 07 grades it; PyTorch's stands in here)",
         FORWARD,
-        source="""
+        of="""
 def flash_attention_forward(Q, K, V, is_causal=False, scale=None, block_q=64, block_k=64):
     # YOUR CODE HERE
     raise NotImplementedError()
@@ -368,7 +447,7 @@ def flash_attention_forward(Q, K, V, is_causal=False, scale=None, block_q=64, bl
     Variant(
         "the carried forward left as the stub, and PyTorch's takes its name, as the text offers",
         FORWARD,
-        source="""
+        of="""
 def flash_attention_forward(Q, K, V, is_causal=False, scale=None, block_q=64, block_k=64):
     # YOUR CODE HERE
     raise NotImplementedError()
@@ -454,11 +533,20 @@ from course_utils.stand_ins import torch_flash_forward as flash_attention_forwar
             ("Q, K, V, O, L = ctx.saved_tensors", "L, O, Q, K, V = ctx.saved_tensors"),
         ),
     ),
-    answered("the worked example in fractions", WORKED, "[1 / 4, 3 / 4, 5, -3 / 4, 3 / 4, 3 / 4 * math.log(3)]"),
+    Variant(
+        "the worked example in fractions",
+        WORKED,
+        edits=(
+            (
+                "    return [0.25, 0.75, 5.0, -0.75, 0.75, 0.75 * math.log(3)]\n",
+                "    return [1 / 4, 3 / 4, 5, -3 / 4, 3 / 4, 3 / 4 * math.log(3)]\n",
+            ),
+        ),
+    ),
     Variant(
         "softmax_backward with einsum and a Jacobian-free form",
         SOFTMAX_BW,
-        source="""
+        of="""
 def softmax_backward(P, dP):
     D = torch.einsum("...k,...k->...", P, dP)
     return P * dP - P * D[..., None]
@@ -467,7 +555,7 @@ def softmax_backward(P, dP):
     Variant(
         "attention_backward in float64 inside, with einsum",
         NAIVE,
-        source="""
+        of="""
 def attention_backward(Q, K, V, dO, is_causal=False, scale=None):
     s = 1.0 / math.sqrt(Q.shape[-1]) if scale is None else scale
     q, k, v, do = (t.double() for t in (Q, K, V, dO))
@@ -483,7 +571,7 @@ def attention_backward(Q, K, V, dO, is_causal=False, scale=None):
     Variant(
         "flash_attention_backward with query blocks outside (dK, dV summed across the loop)",
         FLASH,
-        source="""
+        of="""
 def flash_attention_backward(Q, K, V, O, dO, L, is_causal=False, scale=None, block_q=64, block_k=64):
     if block_q < 1 or block_k < 1:
         raise ValueError("block sizes must be at least 1")

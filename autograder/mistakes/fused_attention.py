@@ -13,7 +13,7 @@ TRITON_OUTPUTS = ("test_flash_attention_triton", "test_flash_attention_triton_ca
 ADD, ROWS, MATMUL, ONLINE_ROWS = "vector_add", "row_sums", "matmul", "online_softmax_rows"
 SOFTMAX_ROWS, SOFTMAX_ROWS_LAUNCHER = "softmax_row_kernel", "softmax_rows"  # the kernel's cell, then its launcher's
 
-# The given half of the online_softmax cell, for variants that rewrite the whole cell.
+# The given half of the online_softmax cell, for correct variants written out whole.
 GIVEN_ONLINE_SOFTMAX = """
 
 def online_softmax(x, block_size):
@@ -41,41 +41,6 @@ TRITON_MAX_PASS = """    for k_start in range(0, k_end, BLOCK_N):  # pass 1: the
         m_i = tl.maximum(m_i, tl.max(tl.where(allowed, s, float("-inf")), 1))
 """
 
-# A forward with no matrix product for a FLOP counter to see: elementwise products and sums, in two passes over every tile.
-ELEMENTWISE_TWO_PASSES = """
-def flash_attention_forward(Q, K, V, is_causal=False, scale=None, block_q=64, block_k=64):
-    if block_q < 1 or block_k < 1:
-        raise ValueError(f"block sizes must be at least 1, got block_q={block_q}, block_k={block_k}")
-    T_q, T_k = Q.shape[-2], K.shape[-2]
-    scale = 1.0 / math.sqrt(Q.shape[-1]) if scale is None else scale
-    acc_dtype = torch.float64 if Q.dtype == torch.float64 else torch.float32
-    O = torch.empty(*Q.shape[:-1], V.shape[-1], dtype=Q.dtype, device=Q.device)
-    L = torch.empty(Q.shape[:-1], dtype=acc_dtype, device=Q.device)
-
-    def scores(q, q_start, q_stop, k_start, k_stop):
-        s = (q[..., :, None, :] * K[..., None, k_start:k_stop, :].to(acc_dtype)).sum(-1)
-        if is_causal:
-            rows = torch.arange(q_start, q_stop, device=Q.device)[:, None]
-            s = s.masked_fill(torch.arange(k_start, k_stop, device=Q.device) > rows, float("-inf"))
-        return s
-
-    for q_start in range(0, T_q, block_q):
-        q_stop = min(q_start + block_q, T_q)
-        q = Q[..., q_start:q_stop, :].to(acc_dtype) * scale
-        m = torch.full(q.shape[:-1], float("-inf"), dtype=acc_dtype, device=Q.device)
-        for k_start in range(0, T_k, block_k):  # pass 1: the row max
-            m = torch.maximum(m, scores(q, q_start, q_stop, k_start, min(k_start + block_k, T_k)).amax(dim=-1))
-        l = torch.zeros_like(m)
-        acc = torch.zeros(*q.shape[:-1], V.shape[-1], dtype=acc_dtype, device=Q.device)
-        for k_start in range(0, T_k, block_k):  # pass 2: the sums and P V
-            k_stop = min(k_start + block_k, T_k)
-            p = torch.exp(scores(q, q_start, q_stop, k_start, k_stop) - m[..., None])
-            l = l + p.sum(dim=-1)
-            acc = acc + (p[..., :, :, None] * V[..., None, k_start:k_stop, :].to(acc_dtype)).sum(-2)
-        O[..., q_start:q_stop, :] = (acc / l[..., None]).to(Q.dtype)
-        L[..., q_start:q_stop] = m + torch.log(l)
-    return O, L
-"""
 
 # online_softmax_rows's one-pass statistics loop, which the cheats below replace.
 ONLINE_ROWS_STATISTICS = """    for start in range(0, n_cols, BLOCK):
@@ -106,41 +71,80 @@ MISTAKES = [
     Variant(
         "online_softmax without the running max (exp overflows)",
         SOFTMAX,
-        source="""
-def online_softmax_stats(blocks):
-    total = None
-    for block in blocks:
-        part = torch.exp(block).sum(dim=-1, keepdim=True)
-        total = part if total is None else total + part
-    return torch.zeros_like(total), total
-"""
-        + GIVEN_ONLINE_SOFTMAX,
+        edits=(
+            ("    running_max = running_sum = None  # shaped by the first block\n", "    total = None\n"),
+            (
+                (
+                    "        block_max = block.amax(dim=-1, keepdim=True)\n"
+                    "        if running_max is None:\n"
+                    '            running_max, running_sum = torch.full_like(block_max, float("-inf")), torch.zeros_like(block_max)\n'
+                    "        new_max = torch.maximum(running_max, block_max)\n"
+                    '        shift = torch.where(new_max == float("-inf"), 0.0, new_max)  # all -inf so far: nothing to rescale\n'
+                    "        running_sum = running_sum * torch.exp(running_max - shift) + torch.exp(block - shift).sum(dim=-1, keepdim=True)\n"
+                    "        running_max = new_max\n"
+                    "    return running_max, running_sum\n"
+                ),
+                (
+                    "        part = torch.exp(block).sum(dim=-1, keepdim=True)\n"
+                    "        total = part if total is None else total + part\n"
+                    "    return torch.zeros_like(total), total\n"
+                ),
+            ),
+        ),
         loses=("test_online_softmax_is_stable", "test_online_softmax_one_pass"),
     ),
     Variant(
         "online_softmax_stats takes the global max first (copies every block, then a second pass)",
         SOFTMAX,
-        source="""
-def online_softmax_stats(blocks):
-    kept = [block.clone() for block in blocks]
-    m = torch.cat(kept, dim=-1).amax(dim=-1, keepdim=True)
-    l = sum(torch.exp(block - m).sum(dim=-1, keepdim=True) for block in kept)
-    return m, l
-"""
-        + GIVEN_ONLINE_SOFTMAX,
+        edits=(
+            (
+                (
+                    "    running_max = running_sum = None  # shaped by the first block\n"
+                    "    for block in blocks:\n"
+                    "        block_max = block.amax(dim=-1, keepdim=True)\n"
+                    "        if running_max is None:\n"
+                    '            running_max, running_sum = torch.full_like(block_max, float("-inf")), torch.zeros_like(block_max)\n'
+                    "        new_max = torch.maximum(running_max, block_max)\n"
+                    '        shift = torch.where(new_max == float("-inf"), 0.0, new_max)  # all -inf so far: nothing to rescale\n'
+                    "        running_sum = running_sum * torch.exp(running_max - shift) + torch.exp(block - shift).sum(dim=-1, keepdim=True)\n"
+                    "        running_max = new_max\n"
+                    "    return running_max, running_sum\n"
+                ),
+                (
+                    "    kept = [block.clone() for block in blocks]\n"
+                    "    m = torch.cat(kept, dim=-1).amax(dim=-1, keepdim=True)\n"
+                    "    l = sum(torch.exp(block - m).sum(dim=-1, keepdim=True) for block in kept)\n"
+                    "    return m, l\n"
+                ),
+            ),
+        ),
         loses=("test_online_softmax_one_pass",),
     ),
     Variant(
         "online_softmax_stats keeps the blocks to read them twice (max first, then the sum)",
         SOFTMAX,
-        source="""
-def online_softmax_stats(blocks):
-    blocks = list(blocks)
-    m = torch.stack([block.amax(dim=-1, keepdim=True) for block in blocks]).amax(dim=0)
-    l = sum(torch.exp(block - m).sum(dim=-1, keepdim=True) for block in blocks)
-    return m, l
-"""
-        + GIVEN_ONLINE_SOFTMAX,
+        edits=(
+            (
+                (
+                    "    running_max = running_sum = None  # shaped by the first block\n"
+                    "    for block in blocks:\n"
+                    "        block_max = block.amax(dim=-1, keepdim=True)\n"
+                    "        if running_max is None:\n"
+                    '            running_max, running_sum = torch.full_like(block_max, float("-inf")), torch.zeros_like(block_max)\n'
+                    "        new_max = torch.maximum(running_max, block_max)\n"
+                    '        shift = torch.where(new_max == float("-inf"), 0.0, new_max)  # all -inf so far: nothing to rescale\n'
+                    "        running_sum = running_sum * torch.exp(running_max - shift) + torch.exp(block - shift).sum(dim=-1, keepdim=True)\n"
+                    "        running_max = new_max\n"
+                    "    return running_max, running_sum\n"
+                ),
+                (
+                    "    blocks = list(blocks)\n"
+                    "    m = torch.stack([block.amax(dim=-1, keepdim=True) for block in blocks]).amax(dim=0)\n"
+                    "    l = sum(torch.exp(block - m).sum(dim=-1, keepdim=True) for block in blocks)\n"
+                    "    return m, l\n"
+                ),
+            ),
+        ),
         loses=("test_online_softmax_one_pass",),
     ),
     Variant(
@@ -213,41 +217,65 @@ def online_softmax_stats(blocks):
     Variant(
         "flash_attention_forward walks the keys twice (the row max first, then the sums and P V)",
         FLASH,
-        source="""
-def flash_attention_forward(Q, K, V, is_causal=False, scale=None, block_q=64, block_k=64):
-    if block_q < 1 or block_k < 1:
-        raise ValueError(f"block sizes must be at least 1, got block_q={block_q}, block_k={block_k}")
-    T_q, T_k = Q.shape[-2], K.shape[-2]
-    scale = 1.0 / math.sqrt(Q.shape[-1]) if scale is None else scale
-    acc_dtype = torch.float64 if Q.dtype == torch.float64 else torch.float32
-    O = torch.empty(*Q.shape[:-1], V.shape[-1], dtype=Q.dtype, device=Q.device)
-    L = torch.empty(Q.shape[:-1], dtype=acc_dtype, device=Q.device)
-
-    def scores(q, q_start, q_stop, k_start):
-        k_stop = min(k_start + block_k, T_k)
-        s = q @ K[..., k_start:k_stop, :].to(acc_dtype).transpose(-2, -1)
-        if is_causal and k_stop - 1 > q_start:
-            rows = torch.arange(q_start, q_stop, device=Q.device)[:, None]
-            s = s.masked_fill(torch.arange(k_start, k_stop, device=Q.device) > rows, float("-inf"))
-        return s
-
-    for q_start in range(0, T_q, block_q):
-        q_stop = min(q_start + block_q, T_q)
-        q = Q[..., q_start:q_stop, :].to(acc_dtype) * scale
-        key_blocks = range(0, min(T_k, q_stop) if is_causal else T_k, block_k)
-        m = torch.full(q.shape[:-1], float("-inf"), dtype=acc_dtype, device=Q.device)
-        for k_start in key_blocks:  # pass 1: the row max over every key tile
-            m = torch.maximum(m, scores(q, q_start, q_stop, k_start).amax(dim=-1))
-        l = torch.zeros_like(m)
-        acc = torch.zeros(*q.shape[:-1], V.shape[-1], dtype=acc_dtype, device=Q.device)
-        for k_start in key_blocks:  # pass 2: the sums and P V, with the final max
-            p = torch.exp(scores(q, q_start, q_stop, k_start) - m[..., None])
-            l = l + p.sum(dim=-1)
-            acc = acc + p @ V[..., k_start : k_start + block_k, :].to(acc_dtype)
-        O[..., q_start:q_stop, :] = (acc / l[..., None]).to(Q.dtype)
-        L[..., q_start:q_stop] = m + torch.log(l)
-    return O, L
-""",
+        edits=(
+            (
+                "    acc_dtype = torch.float64 if Q.dtype == torch.float64 else torch.float32  # fp32 accumulators\n",
+                "    acc_dtype = torch.float64 if Q.dtype == torch.float64 else torch.float32\n",
+            ),
+            (
+                "    L = torch.empty(Q.shape[:-1], dtype=acc_dtype, device=Q.device)\n",
+                (
+                    "    L = torch.empty(Q.shape[:-1], dtype=acc_dtype, device=Q.device)\n"
+                    "\n"
+                    "    def scores(q, q_start, q_stop, k_start):\n"
+                    "        k_stop = min(k_start + block_k, T_k)\n"
+                    "        s = q @ K[..., k_start:k_stop, :].to(acc_dtype).transpose(-2, -1)\n"
+                    "        if is_causal and k_stop - 1 > q_start:\n"
+                    "            rows = torch.arange(q_start, q_stop, device=Q.device)[:, None]\n"
+                    '            s = s.masked_fill(torch.arange(k_start, k_stop, device=Q.device) > rows, float("-inf"))\n'
+                    "        return s\n"
+                    "\n"
+                ),
+            ),
+            (
+                "        q = Q[..., q_start:q_stop, :].to(acc_dtype) * scale\n",
+                (
+                    "        q = Q[..., q_start:q_stop, :].to(acc_dtype) * scale\n"
+                    "        key_blocks = range(0, min(T_k, q_stop) if is_causal else T_k, block_k)\n"
+                ),
+            ),
+            (
+                '        m = torch.full(q.shape[:-1], float("-inf"), dtype=acc_dtype, device=Q.device)\n',
+                (
+                    '        m = torch.full(q.shape[:-1], float("-inf"), dtype=acc_dtype, device=Q.device)\n'
+                    "        for k_start in key_blocks:  # pass 1: the row max over every key tile\n"
+                    "            m = torch.maximum(m, scores(q, q_start, q_stop, k_start).amax(dim=-1))\n"
+                ),
+            ),
+            (
+                (
+                    "        k_stop_all = min(T_k, q_stop) if is_causal else T_k  # causal: skip blocks past the diagonal\n"
+                    "        for k_start in range(0, k_stop_all, block_k):\n"
+                    "            k_stop = min(k_start + block_k, T_k)\n"
+                    "            s = q @ K[..., k_start:k_stop, :].to(acc_dtype).transpose(-2, -1)  # the one [block_q, block_k] tile\n"
+                    "            if is_causal and k_stop - 1 > q_start:  # the tile crosses the diagonal\n"
+                    "                rows = torch.arange(q_start, q_stop, device=Q.device)[:, None]\n"
+                    '                s = s.masked_fill(torch.arange(k_start, k_stop, device=Q.device) > rows, float("-inf"))\n'
+                    "            m_new = torch.maximum(m, s.amax(dim=-1))\n"
+                    "            p = torch.exp(s - m_new[..., None])\n"
+                    "            correction = torch.exp(m - m_new)\n"
+                    "            l = l * correction + p.sum(dim=-1)\n"
+                    "            acc = acc * correction[..., None] + p @ V[..., k_start:k_stop, :].to(acc_dtype)\n"
+                    "            m = m_new\n"
+                ),
+                (
+                    "        for k_start in key_blocks:  # pass 2: the sums and P V, with the final max\n"
+                    "            p = torch.exp(scores(q, q_start, q_stop, k_start) - m[..., None])\n"
+                    "            l = l + p.sum(dim=-1)\n"
+                    "            acc = acc + p @ V[..., k_start : k_start + block_k, :].to(acc_dtype)\n"
+                ),
+            ),
+        ),
         loses=("test_flash_attention_forward_one_pass", "test_flash_attention_forward_skips_masked_blocks"),
     ),
     Variant(
@@ -259,7 +287,60 @@ def flash_attention_forward(Q, K, V, is_causal=False, scale=None, block_q=64, bl
     Variant(
         "flash_attention_forward walks every tile twice with elementwise products (no matrix product for a FLOP counter to see)",
         FLASH,
-        source=ELEMENTWISE_TWO_PASSES,
+        edits=(
+            (
+                "    acc_dtype = torch.float64 if Q.dtype == torch.float64 else torch.float32  # fp32 accumulators\n",
+                "    acc_dtype = torch.float64 if Q.dtype == torch.float64 else torch.float32\n",
+            ),
+            (
+                "    L = torch.empty(Q.shape[:-1], dtype=acc_dtype, device=Q.device)\n",
+                (
+                    "    L = torch.empty(Q.shape[:-1], dtype=acc_dtype, device=Q.device)\n"
+                    "\n"
+                    "    def scores(q, q_start, q_stop, k_start, k_stop):\n"
+                    "        s = (q[..., :, None, :] * K[..., None, k_start:k_stop, :].to(acc_dtype)).sum(-1)\n"
+                    "        if is_causal:\n"
+                    "            rows = torch.arange(q_start, q_stop, device=Q.device)[:, None]\n"
+                    '            s = s.masked_fill(torch.arange(k_start, k_stop, device=Q.device) > rows, float("-inf"))\n'
+                    "        return s\n"
+                    "\n"
+                ),
+            ),
+            (
+                '        m = torch.full(q.shape[:-1], float("-inf"), dtype=acc_dtype, device=Q.device)\n',
+                (
+                    '        m = torch.full(q.shape[:-1], float("-inf"), dtype=acc_dtype, device=Q.device)\n'
+                    "        for k_start in range(0, T_k, block_k):  # pass 1: the row max\n"
+                    "            m = torch.maximum(m, scores(q, q_start, q_stop, k_start, min(k_start + block_k, T_k)).amax(dim=-1))\n"
+                ),
+            ),
+            (
+                (
+                    "        k_stop_all = min(T_k, q_stop) if is_causal else T_k  # causal: skip blocks past the diagonal\n"
+                    "        for k_start in range(0, k_stop_all, block_k):\n"
+                ),
+                "        for k_start in range(0, T_k, block_k):  # pass 2: the sums and P V\n",
+            ),
+            (
+                (
+                    "            s = q @ K[..., k_start:k_stop, :].to(acc_dtype).transpose(-2, -1)  # the one [block_q, block_k] tile\n"
+                    "            if is_causal and k_stop - 1 > q_start:  # the tile crosses the diagonal\n"
+                    "                rows = torch.arange(q_start, q_stop, device=Q.device)[:, None]\n"
+                    '                s = s.masked_fill(torch.arange(k_start, k_stop, device=Q.device) > rows, float("-inf"))\n'
+                    "            m_new = torch.maximum(m, s.amax(dim=-1))\n"
+                    "            p = torch.exp(s - m_new[..., None])\n"
+                    "            correction = torch.exp(m - m_new)\n"
+                    "            l = l * correction + p.sum(dim=-1)\n"
+                    "            acc = acc * correction[..., None] + p @ V[..., k_start:k_stop, :].to(acc_dtype)\n"
+                    "            m = m_new\n"
+                ),
+                (
+                    "            p = torch.exp(scores(q, q_start, q_stop, k_start, k_stop) - m[..., None])\n"
+                    "            l = l + p.sum(dim=-1)\n"
+                    "            acc = acc + (p[..., :, :, None] * V[..., None, k_start:k_stop, :].to(acc_dtype)).sum(-2)\n"
+                ),
+            ),
+        ),
         loses=("test_flash_attention_forward_one_pass", "test_flash_attention_forward_skips_masked_blocks"),
     ),
     Variant(
@@ -554,7 +635,7 @@ CORRECT_VARIANTS = [
     Variant(
         "online_softmax_stats with a running logsumexp (logaddexp) in float64",
         SOFTMAX,
-        source="""
+        of="""
 def online_softmax_stats(blocks):
     lse = m = None
     for block in blocks:
@@ -569,7 +650,7 @@ def online_softmax_stats(blocks):
     Variant(
         "online_softmax_stats with a running logsumexp, in float32",
         SOFTMAX,
-        source="""
+        of="""
 def online_softmax_stats(blocks):
     lse = m = None
     for block in blocks:
@@ -583,7 +664,7 @@ def online_softmax_stats(blocks):
     Variant(
         "online_softmax_stats in float64 inside, with an iterator and next()",
         SOFTMAX,
-        source="""
+        of="""
 def online_softmax_stats(blocks):
     stream = iter(blocks)
     first = next(stream)
@@ -602,7 +683,7 @@ def online_softmax_stats(blocks):
     Variant(
         "flash_attention_forward with einsum, float64 accumulators and tril offsets",
         FLASH,
-        source="""
+        of="""
 def flash_attention_forward(Q, K, V, is_causal=False, scale=None, block_q=64, block_k=64):
     if block_q < 1 or block_k < 1:
         raise ValueError("block sizes must be at least 1")
@@ -697,7 +778,7 @@ def flash_attention_forward(Q, K, V, is_causal=False, scale=None, block_q=64, bl
     Variant(
         "softmax_rows copying x to contiguous always, with empty_like and a grid function",
         SOFTMAX_ROWS_LAUNCHER,
-        source="""
+        of="""
 def softmax_rows(x):
     if x.dim() != 2:
         raise ValueError(f"expected a matrix, got shape {tuple(x.shape)}")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .variant import Variant, answered
+from .variant import Variant
 
 HALVES = "x1, x2 = x[..., : d // 2], x[..., d // 2 :]"
 ROTATED = "return torch.cat([x1 * cos - x2 * sin, x2 * cos + x1 * sin], dim=-1)"
@@ -100,28 +100,48 @@ MISTAKES = [
         edits=((SHIFTED_LOSS, "F.cross_entropy(logits.reshape(-1, vocab), tokens.reshape(-1))"),),
         loses=(TRAINING,),
     ),
-    answered(
+    Variant(
         "the offset taken the wrong way round: the key turned by m - n instead of n - m",
         "answer_rope_score",
-        "-math.sin(3.0)",
+        edits=(
+            (
+                "    return math.sin(3.0)  # q^T R(n - m) k with n - m = -3: R(-3) k = (sin 3, cos 3), and q picks its first entry\n",
+                "    return -math.sin(3.0)\n",
+            ),
+        ),
         loses=("test_answer_rope_score",),
     ),
-    answered(
+    Variant(
         "the rotations ignored: the score taken as the plain dot product q . k",
         "answer_rope_score",
-        "0.0",
+        edits=(
+            (
+                "    return math.sin(3.0)  # q^T R(n - m) k with n - m = -3: R(-3) k = (sin 3, cos 3), and q picks its first entry\n",
+                "    return 0.0\n",
+            ),
+        ),
         loses=("test_answer_rope_score",),
     ),
-    answered(
+    Variant(
         "the causal mask taken for the leak (the query's own token is its input; its target is the next one)",
         "answer_leaky_mask",
-        '"a"',
+        edits=(
+            (
+                '    return "c"  # key i + 1 is the target of query i: a mask that shows it lets the model copy its answer\n',
+                '    return "a"\n',
+            ),
+        ),
         loses=("test_answer_leaky_mask",),
     ),
-    answered(
+    Variant(
         "a window of earlier tokens taken for a leak (only a key at the target's position can leak it)",
         "answer_leaky_mask",
-        '"d"',
+        edits=(
+            (
+                '    return "c"  # key i + 1 is the target of query i: a mask that shows it lets the model copy its answer\n',
+                '    return "d"\n',
+            ),
+        ),
         loses=("test_answer_leaky_mask",),
     ),
 ]
@@ -162,9 +182,9 @@ def rope(x, positions, base=10000.0):
 """
 
 CORRECT_VARIANTS = [
-    Variant("rope with complex numbers (view_as_complex, halves as real and imaginary parts)", "rope", source=ROPE_COMPLEX),
-    Variant("rope with 2 x 2 rotation matrices and einsum", "rope", source=ROPE_EINSUM),
-    Variant("rope as x cos + rotate_half(x) sin, in float64", "rope", source=ROPE_ROTATE_HALF),
+    Variant("rope with complex numbers (view_as_complex, halves as real and imaginary parts)", "rope", of=ROPE_COMPLEX),
+    Variant("rope with 2 x 2 rotation matrices and einsum", "rope", of=ROPE_EINSUM),
+    Variant("rope as x cos + rotate_half(x) sin, in float64", "rope", of=ROPE_ROTATE_HALF),
     Variant(
         "the block builds its bottom-right mask with tril instead of causal_mask",
         "DecoderBlock",
@@ -179,7 +199,7 @@ CORRECT_VARIANTS = [
     Variant(
         "causal_mask not pasted (the stub)",
         "causal_mask",
-        source="\ndef causal_mask(T_q, T_k, bottom_right=False, device=None):\n    raise NotImplementedError()\n",
+        of="\ndef causal_mask(T_q, T_k, bottom_right=False, device=None):\n    raise NotImplementedError()\n",
     ),
     Variant(
         "a broken paste of scaled_dot_product_attention (no scale)",
@@ -194,7 +214,7 @@ CORRECT_VARIANTS = [
     Variant(
         "FlashAttention not pasted (the stub)",
         "FlashAttention",
-        source=(
+        of=(
             "\nclass FlashAttention(torch.autograd.Function):\n    @staticmethod\n    def forward(ctx, Q, K, V, is_causal=False, scale=None):\n"
             "        raise NotImplementedError()\n\n    @staticmethod\n    def backward(ctx, dO):\n        raise NotImplementedError()\n"
         ),
@@ -202,6 +222,6 @@ CORRECT_VARIANTS = [
     Variant(
         "flash_attention_backward not pasted (the stub)",
         "flash_attention_backward",
-        source="\ndef flash_attention_backward(Q, K, V, O, dO, L, is_causal=False, scale=None, block_q=64, block_k=64):\n    raise NotImplementedError()\n",
+        of="\ndef flash_attention_backward(Q, K, V, O, dO, L, is_causal=False, scale=None, block_q=64, block_k=64):\n    raise NotImplementedError()\n",
     ),
 ]

@@ -48,11 +48,20 @@ MISTAKES = [
     Variant(
         "causal_mask slices a square T_k x T_k triangle (too few rows when T_q > T_k)",
         "causal_mask",
-        source="""
-def causal_mask(T_q, T_k, bottom_right=False, device=None):
-    square = torch.ones(T_k, T_k, dtype=torch.bool, device=device).tril()
-    return square[-T_q:] if bottom_right else square[:T_q]
-""",
+        edits=(
+            (
+                (
+                    "    offset = T_k - T_q if bottom_right else 0\n"
+                    "    i = torch.arange(T_q, device=device).unsqueeze(-1)  # [T_q, 1]\n"
+                    "    j = torch.arange(T_k, device=device).unsqueeze(0)  # [1, T_k]\n"
+                    "    return j <= i + offset\n"
+                ),
+                (
+                    "    square = torch.ones(T_k, T_k, dtype=torch.bool, device=device).tril()\n"
+                    "    return square[-T_q:] if bottom_right else square[:T_q]\n"
+                ),
+            ),
+        ),
         loses=("test_causal_mask_unequal_lengths", "test_causal_mask_top_left"),
     ),
     Variant(
@@ -112,11 +121,46 @@ def causal_mask(T_q, T_k, bottom_right=False, device=None):
     Variant(
         "float64 inside and nan_to_num after the softmax: the output is right, the gradients NaN",
         SDPA,
-        source=FLOAT64_BIAS
-        + """    weights = torch.softmax(torch.einsum("...qd,...kd->...qk", q, k) * scale + bias, dim=-1)
-    weights = torch.nan_to_num(weights, nan=0.0)          # rows with every key masked: NaN overwritten, NaN gradients
-    return (weights @ v).to(Q.dtype), weights.to(Q.dtype)
-""",
+        edits=(
+            (
+                (
+                    "    if attn_mask is not None and is_causal:\n"
+                    '        raise ValueError("pass either attn_mask or is_causal=True, not both")\n'
+                    "    if scale is None:\n"
+                    "        scale = 1.0 / math.sqrt(Q.shape[-1])\n"
+                    "    scores = (Q @ K.transpose(-2, -1)) * scale  # [..., T_q, T_k]\n"
+                ),
+                (
+                    "    if is_causal and attn_mask is not None:\n"
+                    '        raise ValueError("attn_mask and is_causal are exclusive")\n'
+                    "    scale = Q.shape[-1] ** -0.5 if scale is None else scale\n"
+                    "    q, k, v = Q.double(), K.double(), V.double()\n"
+                    "    bias = torch.zeros(Q.shape[-2], K.shape[-2], dtype=torch.float64, device=Q.device)\n"
+                ),
+            ),
+            (
+                (
+                    "        attn_mask = causal_mask(Q.shape[-2], K.shape[-2], device=Q.device)\n"
+                    "    if attn_mask is not None:\n"
+                    "        if attn_mask.dtype == torch.bool:\n"
+                    '            scores = scores.masked_fill(~attn_mask, float("-inf"))\n'
+                    "        else:\n"
+                    "            scores = scores + attn_mask\n"
+                    "    nothing_to_attend = torch.isneginf(scores).all(dim=-1, keepdim=True)  # fully masked rows\n"
+                    "    scores = scores.masked_fill(nothing_to_attend, 0.0)  # any finite score: no NaN, forward or backward\n"
+                    "    weights = torch.softmax(scores, dim=-1).masked_fill(nothing_to_attend, 0.0)\n"
+                    "    return weights @ V, weights\n"
+                ),
+                (
+                    '        bias = bias.masked_fill(~torch.ones_like(bias, dtype=torch.bool).tril(), float("-inf"))\n'
+                    "    elif attn_mask is not None:\n"
+                    '        bias = torch.where(attn_mask, 0.0, float("-inf")).double() if attn_mask.dtype == torch.bool else attn_mask.double()\n'
+                    '    weights = torch.softmax(torch.einsum("...qd,...kd->...qk", q, k) * scale + bias, dim=-1)\n'
+                    "    weights = torch.nan_to_num(weights, nan=0.0)          # rows with every key masked: NaN overwritten, NaN gradients\n"
+                    "    return (weights @ v).to(Q.dtype), weights.to(Q.dtype)\n"
+                ),
+            ),
+        ),
         loses=("test_masked_sdpa_fully_masked_rows_gradients",),
     ),
     Variant(
@@ -164,39 +208,74 @@ def causal_mask(T_q, T_k, bottom_right=False, device=None):
     Variant(
         "packed_sequence_mask, causal: one causal mask over the whole row (sequences see the ones before them)",
         PACKED,
-        source="""
-def packed_sequence_mask(lengths, causal=False):
-    T = int(lengths.sum())
-    if causal:
-        return torch.ones(T, T, dtype=torch.bool).tril()
-    ids = torch.repeat_interleave(torch.arange(len(lengths)), lengths)
-    return ids[:, None] == ids[None, :]
-""",
+        edits=(
+            (
+                (
+                    "    segment = torch.repeat_interleave(torch.arange(len(lengths), device=lengths.device), lengths)  # [T]: which sequence\n"
+                    "    mask = segment.unsqueeze(-1) == segment.unsqueeze(0)  # same sequence\n"
+                ),
+                "    T = int(lengths.sum())\n",
+            ),
+            (
+                (
+                    "        position = torch.arange(len(segment), device=lengths.device)\n"
+                    "        mask = mask & (position.unsqueeze(-1) >= position.unsqueeze(0))  # and not in the future\n"
+                    "    return mask\n"
+                ),
+                (
+                    "        return torch.ones(T, T, dtype=torch.bool).tril()\n"
+                    "    ids = torch.repeat_interleave(torch.arange(len(lengths)), lengths)\n"
+                    "    return ids[:, None] == ids[None, :]\n"
+                ),
+            ),
+        ),
         loses=("test_packed_sequence_mask_causal",),
     ),
     Variant(
         "packed_sequence_mask off by one at the boundaries (first token glued to the previous sequence)",
         PACKED,
-        source="""
-def packed_sequence_mask(lengths, causal=False):
-    ends = lengths.cumsum(0)                                   # where each sequence ends (exclusive)
-    position = torch.arange(int(lengths.sum()))
-    ids = (position[:, None] > ends[None, :]).sum(-1)          # should be >=
-    mask = ids[:, None] == ids[None, :]
-    return mask & (position[:, None] >= position[None, :]) if causal else mask
-""",
+        edits=(
+            (
+                (
+                    "    segment = torch.repeat_interleave(torch.arange(len(lengths), device=lengths.device), lengths)  # [T]: which sequence\n"
+                    "    mask = segment.unsqueeze(-1) == segment.unsqueeze(0)  # same sequence\n"
+                    "    if causal:\n"
+                    "        position = torch.arange(len(segment), device=lengths.device)\n"
+                    "        mask = mask & (position.unsqueeze(-1) >= position.unsqueeze(0))  # and not in the future\n"
+                    "    return mask\n"
+                ),
+                (
+                    "    ends = lengths.cumsum(0)                                   # where each sequence ends (exclusive)\n"
+                    "    position = torch.arange(int(lengths.sum()))\n"
+                    "    ids = (position[:, None] > ends[None, :]).sum(-1)          # should be >=\n"
+                    "    mask = ids[:, None] == ids[None, :]\n"
+                    "    return mask & (position[:, None] >= position[None, :]) if causal else mask\n"
+                ),
+            ),
+        ),
         loses=PACKED_TESTS,
     ),
     Variant(
         "packed_sequence_mask takes the lengths as boundaries (forgets the running total, cumsum)",
         PACKED,
-        source="""
-def packed_sequence_mask(lengths, causal=False):
-    position = torch.arange(int(lengths.sum()))
-    ids = (position[:, None] >= lengths[None, :]).sum(-1)
-    mask = ids[:, None] == ids[None, :]
-    return mask & (position[:, None] >= position[None, :]) if causal else mask
-""",
+        edits=(
+            (
+                (
+                    "    segment = torch.repeat_interleave(torch.arange(len(lengths), device=lengths.device), lengths)  # [T]: which sequence\n"
+                    "    mask = segment.unsqueeze(-1) == segment.unsqueeze(0)  # same sequence\n"
+                    "    if causal:\n"
+                    "        position = torch.arange(len(segment), device=lengths.device)\n"
+                    "        mask = mask & (position.unsqueeze(-1) >= position.unsqueeze(0))  # and not in the future\n"
+                    "    return mask\n"
+                ),
+                (
+                    "    position = torch.arange(int(lengths.sum()))\n"
+                    "    ids = (position[:, None] >= lengths[None, :]).sum(-1)\n"
+                    "    mask = ids[:, None] == ids[None, :]\n"
+                    "    return mask & (position[:, None] >= position[None, :]) if causal else mask\n"
+                ),
+            ),
+        ),
         loses=PACKED_TESTS,
     ),
     # graded questions
@@ -273,7 +352,7 @@ CORRECT_VARIANTS = [
     Variant(
         "causal_mask with tril",
         "causal_mask",
-        source="""
+        of="""
 def causal_mask(T_q, T_k, bottom_right=False, device=None):
     return torch.ones(T_q, T_k, dtype=torch.bool, device=device).tril(diagonal=T_k - T_q if bottom_right else 0)
 """,
@@ -281,7 +360,7 @@ def causal_mask(T_q, T_k, bottom_right=False, device=None):
     Variant(
         "padding_mask with a loop",
         "padding_mask",
-        source="""
+        of="""
 def padding_mask(lengths, max_len):
     mask = torch.zeros(len(lengths), max_len, dtype=torch.bool)
     for b, n in enumerate(lengths.tolist()):
@@ -292,7 +371,7 @@ def padding_mask(lengths, max_len):
     Variant(
         "sliding_window_mask as a difference of triangles",
         "sliding_window_mask",
-        source="""
+        of="""
 def sliding_window_mask(T, window):
     ones = torch.ones(T, T, dtype=torch.bool)
     return ones.tril() & ~ones.tril(-window)
@@ -301,7 +380,7 @@ def sliding_window_mask(T, window):
     Variant(
         "masked attention with a float bias, float64 inside, softmax written out with a guarded denominator",
         SDPA,
-        source=FLOAT64_BIAS
+        of=FLOAT64_BIAS
         + """    logits = torch.einsum("...qd,...kd->...qk", q, k) * scale + bias
     top = logits.amax(dim=-1, keepdim=True).detach()
     top = torch.where(torch.isfinite(top), top, torch.zeros_like(top))   # a fully masked row has max -inf
@@ -314,7 +393,7 @@ def sliding_window_mask(T, window):
     Variant(
         "masked attention that replaces the fully masked rows with torch.where",
         SDPA,
-        source="""
+        of="""
 def scaled_dot_product_attention(Q, K, V, attn_mask=None, is_causal=False, scale=None):
     if attn_mask is not None and is_causal:
         raise ValueError("attn_mask or is_causal, not both")
@@ -335,7 +414,7 @@ def scaled_dot_product_attention(Q, K, V, attn_mask=None, is_causal=False, scale
     Variant(
         "packed_sequence_mask with a loop over the blocks",
         PACKED,
-        source="""
+        of="""
 def packed_sequence_mask(lengths, causal=False):
     T = int(lengths.sum())
     mask = torch.zeros(T, T, dtype=torch.bool, device=lengths.device)
@@ -350,7 +429,7 @@ def packed_sequence_mask(lengths, causal=False):
     Variant(
         "packed_sequence_mask from segment ids found with bucketize over the cumsum",
         PACKED,
-        source="""
+        of="""
 def packed_sequence_mask(lengths, causal=False):
     position = torch.arange(int(lengths.sum()), device=lengths.device)
     ids = torch.bucketize(position, lengths.cumsum(0), right=True)   # sequence number of each position
@@ -375,13 +454,21 @@ def packed_sequence_mask(lengths, causal=False):
     Variant(
         "left padding counts computed with torch, as a tensor",
         "answer_left_padding_causal_counts",
-        source="""
-def answer_left_padding_causal_counts():
-    batch = question_values("04_masking", "left_padding_causal_counts")
-    real = torch.arange(batch.T) >= batch.T - torch.tensor(batch.lengths)[:, None]
-    mask = real[:, None, :] & torch.ones(batch.T, batch.T, dtype=torch.bool).tril()
-    return torch.stack([mask.sum(), (~mask.any(dim=-1)).sum()])
-""",
+        edits=(
+            (
+                (
+                    "    lengths, T = batch.lengths, batch.T\n"
+                    "    pairs = sum(L * (L + 1) // 2 for L in lengths)  # each real token sees the real tokens up to itself\n"
+                    "    rows = sum(T - L for L in lengths)  # each pad query, in front of the real tokens, has no real key at or before it\n"
+                    "    return [pairs, rows]\n"
+                ),
+                (
+                    "    real = torch.arange(batch.T) >= batch.T - torch.tensor(batch.lengths)[:, None]\n"
+                    "    mask = real[:, None, :] & torch.ones(batch.T, batch.T, dtype=torch.bool).tril()\n"
+                    "    return torch.stack([mask.sum(), (~mask.any(dim=-1)).sum()])\n"
+                ),
+            ),
+        ),
     ),
     Variant(
         "left padding counts as a tuple of floats",

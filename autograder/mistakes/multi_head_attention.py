@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .variant import Variant, answered
+from .variant import Variant
 
 MHA = "MultiHeadAttention"
 PROJECTIONS = """        w_q, w_k, w_v = self.in_proj_weight.chunk(3)
@@ -25,14 +25,6 @@ OUTPUTS = ("test_mha_outputs_and_weights", "test_mha_masks")
 BUG = "answer_attention_bug"
 LOOKBACK = "answer_lookback_distance"
 GQA_CACHE = "answer_gqa_cache_bytes"
-# The questions' values are the student's (course_utils.student_values): answers are computed from them.
-PERIOD = 'question_values("05_multi_head_attention", "lookback_distance").P'
-
-
-def _bug_line(option: str, upper: bool = False) -> str:
-    """Source for the student's letter of the line ``option`` (the options are shuffled per student)."""
-    letter = f'question_values("05_multi_head_attention", "attention_bug").letter("{option}")'
-    return f'" " + {letter}.upper() + " "' if upper else letter
 
 
 MISTAKES = [
@@ -124,22 +116,37 @@ MISTAKES = [
         loses=("test_kv_cache_decoding",),
     ),
     # Graded questions.
-    answered(
+    Variant(
         "the bug taken to be in the fused projection's split (chunking the features is chunking the weight's rows)",
         BUG,
-        _bug_line("projection"),
+        edits=(
+            (
+                '    return question_values("05_multi_head_attention", "attention_bug").letter("softmax")\n',
+                '    return question_values("05_multi_head_attention", "attention_bug").letter("projection")\n',
+            ),
+        ),
         loses=("test_attention_bug_answer",),
     ),
-    answered(
+    Variant(
         "the bug taken to be the split into heads (view(B, T, H, d).transpose(1, 2) is the right split)",
         BUG,
-        _bug_line("split"),
+        edits=(
+            (
+                '    return question_values("05_multi_head_attention", "attention_bug").letter("softmax")\n',
+                '    return question_values("05_multi_head_attention", "attention_bug").letter("split")\n',
+            ),
+        ),
         loses=("test_attention_bug_answer",),
     ),
-    answered(
+    Variant(
         "the bug taken to be the merge (reshape copies a transposed tensor; it does not scramble it)",
         BUG,
-        _bug_line("merge"),
+        edits=(
+            (
+                '    return question_values("05_multi_head_attention", "attention_bug").letter("softmax")\n',
+                '    return question_values("05_multi_head_attention", "attention_bug").letter("merge")\n',
+            ),
+        ),
         loses=("test_attention_bug_answer",),
     ),
     Variant(
@@ -148,8 +155,19 @@ MISTAKES = [
         edits=(("return P - 1 ", "return P "),),
         loses=("test_lookback_distance_answer",),
     ),
-    answered(
-        "the look-back distance copied from the plot (period 4)", LOOKBACK, "3", loses=("test_lookback_distance_answer",)
+    Variant(
+        "the look-back distance copied from the plot (period 4)",
+        LOOKBACK,
+        edits=(
+            (
+                (
+                    '    P = question_values("05_multi_head_attention", "lookback_distance").P\n'
+                    "    return P - 1  # query t predicts the token at t + 1, a copy of the token at t + 1 - P\n"
+                ),
+                "    return 3\n",
+            ),
+        ),
+        loses=("test_lookback_distance_answer",),
     ),  # never P = 4
     Variant(
         "the GQA cache counted with the query heads (H_q instead of H_kv)",
@@ -187,7 +205,7 @@ CORRECT_VARIANTS = [
     Variant(
         "grouped_query_attention by grouping the queries, without repeating K and V",
         "grouped_query_attention",
-        source="""
+        of="""
 def grouped_query_attention(Q, K, V, attn_mask=None, is_causal=False, scale=None):
     B, H_q, T, d = Q.shape
     H_kv, S = K.shape[-3], K.shape[-2]
@@ -202,8 +220,29 @@ def grouped_query_attention(Q, K, V, attn_mask=None, is_causal=False, scale=None
     return torch.einsum("bkgts,bksd->bkgtd", torch.softmax(scores, dim=-1), V).reshape(B, H_q, T, d)
 """,
     ),
-    answered("the look-back distance as a float", LOOKBACK, f"float({PERIOD} - 1)"),
-    answered("the spot-the-bug letter in capitals, with spaces", BUG, _bug_line("softmax", upper=True)),
+    Variant(
+        "the look-back distance as a float",
+        LOOKBACK,
+        edits=(
+            (
+                (
+                    '    P = question_values("05_multi_head_attention", "lookback_distance").P\n'
+                    "    return P - 1  # query t predicts the token at t + 1, a copy of the token at t + 1 - P\n"
+                ),
+                '    return float(question_values("05_multi_head_attention", "lookback_distance").P - 1)\n',
+            ),
+        ),
+    ),
+    Variant(
+        "the spot-the-bug letter in capitals, with spaces",
+        BUG,
+        edits=(
+            (
+                '    return question_values("05_multi_head_attention", "attention_bug").letter("softmax")\n',
+                '    return " " + question_values("05_multi_head_attention", "attention_bug").letter("softmax").upper() + " "\n',
+            ),
+        ),
+    ),
     Variant(
         "the GQA cache rounded to three significant digits",
         GQA_CACHE,
@@ -212,11 +251,14 @@ def grouped_query_attention(Q, K, V, attn_mask=None, is_causal=False, scale=None
     Variant(
         "the GQA cache as MHA's divided by the group size",
         GQA_CACHE,
-        source="""
-def answer_gqa_cache_bytes():
-    model = question_values("05_multi_head_attention", "gqa_cache_bytes")
-    mha = 2 * model.layers * model.H_q * model.d * model.T * 2
-    return mha // (model.H_q // model.H_kv)
-""",
+        edits=(
+            (
+                (
+                    "    layers, H_kv, d, T, bytes_per = model.layers, model.H_kv, model.d, model.T, 2\n"
+                    "    return 2 * layers * H_kv * d * T * bytes_per  # only the K/V heads are cached, not the query heads\n"
+                ),
+                ("    mha = 2 * model.layers * model.H_q * model.d * model.T * 2\n    return mha // (model.H_q // model.H_kv)\n"),
+            ),
+        ),
     ),
 ]

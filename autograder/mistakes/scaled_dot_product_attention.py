@@ -9,13 +9,6 @@ SOFTMAX = "weights = torch.softmax(scores, dim=-1)"
 CELL = "scaled_dot_product_attention"
 CARRIED = "dot_product_attention"  # notebook 02's function, pasted in: stood in by PyTorch's in every test here
 CALL = "return dot_product_attention(Q * scale, K, V)"
-# The questions' values are the student's (course_utils.student_values): answers are computed from them.
-_VARIANCE = 'def answer_score_variance():\n    d_k = question_values("03_scaled_dot_product_attention", "score_variance").d_k\n'
-
-
-def _chosen(question: str, option: str) -> str:
-    """A question answered with the student's letter of ``option``."""
-    return f'def answer_{question}():\n    return question_values("03_scaled_dot_product_attention", "{question}").letter("{option}")\n'
 
 
 # The same function written out in full (scores, softmax, weighted values): a correct variant, and the
@@ -28,15 +21,6 @@ def scaled_dot_product_attention(Q, K, V, scale=None):
     weights = torch.softmax(scores, dim=-1)
     return weights @ V, weights
 """
-
-
-def written_out(*edits: tuple[str, str]) -> str:
-    """WRITTEN_OUT with each (old, new) edit applied; fails if an edit no longer matches."""
-    text = WRITTEN_OUT
-    for old, new in edits:
-        assert old in text, old
-        text = text.replace(old, new)
-    return text
 
 
 JACOBIAN = "softmax_jacobian"
@@ -72,7 +56,8 @@ MISTAKES = [
     Variant(
         "takes the softmax over the queries",
         CELL,
-        source=written_out((SOFTMAX, SOFTMAX.replace("dim=-1", "dim=-2"))),
+        of=WRITTEN_OUT,
+        edits=((SOFTMAX, SOFTMAX.replace("dim=-1", "dim=-2")),),
         loses=(
             "test_sdpa_softmax_over_keys",
             "test_sdpa_worked_example",
@@ -87,31 +72,37 @@ MISTAKES = [
     Variant(
         "uses K.T on batched tensors",
         CELL,
-        source=written_out(("K.transpose(-2, -1)", "K.T")),
+        of=WRITTEN_OUT,
+        edits=(("K.transpose(-2, -1)", "K.T"),),
         loses=("test_sdpa_batched", "test_sdpa_matches_builtin"),
     ),
     Variant(
         "writes its own softmax without subtracting the max",
         CELL,
-        source=written_out((SOFTMAX, "weights = scores.exp() / scores.exp().sum(dim=-1, keepdim=True)")),
+        of=WRITTEN_OUT,
+        edits=((SOFTMAX, "weights = scores.exp() / scores.exp().sum(dim=-1, keepdim=True)"),),
         loses=("test_sdpa_large_inputs",),
     ),
     Variant(
         "calls F.scaled_dot_product_attention for the output",
         CELL,
-        source=written_out(("return weights @ V, weights", "return F.scaled_dot_product_attention(Q, K, V, scale=scale), weights")),
+        of=WRITTEN_OUT,
+        edits=(("return weights @ V, weights", "return F.scaled_dot_product_attention(Q, K, V, scale=scale), weights"),),
         loses=("test_sdpa_no_builtin",),
     ),
     Variant(
         "calls the built-in attention through torch._C, where no tripwire on F can see it",
         CELL,
-        source=written_out(
-            ("return weights @ V, weights", "return torch._C._nn.scaled_dot_product_attention(Q, K, V, scale=scale), weights")
-        ),
+        of=WRITTEN_OUT,
+        edits=(("return weights @ V, weights", "return torch._C._nn.scaled_dot_product_attention(Q, K, V, scale=scale), weights"),),
         loses=("test_sdpa_no_builtin",),
     ),
     Variant(
-        "detaches the weights from the graph", CELL, source=written_out((SOFTMAX, SOFTMAX + ".detach()")), loses=("test_sdpa_gradients",)
+        "detaches the weights from the graph",
+        CELL,
+        of=WRITTEN_OUT,
+        edits=((SOFTMAX, SOFTMAX + ".detach()"),),
+        loses=("test_sdpa_gradients",),
     ),
     Variant(
         "scales the keys as well as the queries (the scale counted twice)",
@@ -201,23 +192,43 @@ MISTAKES = [
     Variant(
         "train_matching_attention keeps nn.Linear's default init (variance 1/(3 d_model), not 1/d_model)",
         TRAIN,
-        source="""
-def train_matching_attention(queries, keys, target, d_k, steps, lr=0.05, seed=0):
-    torch.manual_seed(seed)
-    project_q = torch.nn.Linear(queries.shape[-1], d_k, bias=False)
-    project_k = torch.nn.Linear(keys.shape[-1], d_k, bias=False)
-    optimizer = torch.optim.Adam(list(project_q.parameters()) + list(project_k.parameters()), lr=lr)
-    losses = []
-    for _ in range(steps):
-        k = project_k(keys)
-        _, weights = scaled_dot_product_attention(project_q(queries), k, k)
-        loss = -torch.log(torch.gather(weights, 2, target[..., None])).mean()
-        losses.append(float(loss))
-        optimizer.zero_grad()
-        loss.backward()
-        optimizer.step()
-    return project_q.weight.T.detach(), project_k.weight.T.detach(), torch.tensor(losses)
-""",
+        edits=(
+            (
+                (
+                    "    d_model = queries.shape[-1]\n"
+                    "    generator = torch.Generator().manual_seed(seed)\n"
+                    "    W_Q = (torch.randn(d_model, d_k, generator=generator, dtype=queries.dtype) / math.sqrt(d_model)).requires_grad_()\n"
+                    "    W_K = (torch.randn(d_model, d_k, generator=generator, dtype=queries.dtype) / math.sqrt(d_model)).requires_grad_()\n"
+                    "    optimizer = torch.optim.Adam([W_Q, W_K], lr=lr)\n"
+                ),
+                (
+                    "    torch.manual_seed(seed)\n"
+                    "    project_q = torch.nn.Linear(queries.shape[-1], d_k, bias=False)\n"
+                    "    project_k = torch.nn.Linear(keys.shape[-1], d_k, bias=False)\n"
+                    "    optimizer = torch.optim.Adam(list(project_q.parameters()) + list(project_k.parameters()), lr=lr)\n"
+                ),
+            ),
+            (
+                (
+                    "        scores = (queries @ W_Q) @ (keys @ W_K).transpose(-2, -1) / math.sqrt(d_k)  # [N, T_q, T_k]\n"
+                    "        log_weights = torch.log_softmax(scores, dim=-1)  # over the keys; stable\n"
+                    "        loss = -log_weights.gather(-1, target.unsqueeze(-1)).mean()  # mean over all queries\n"
+                ),
+                (
+                    "        k = project_k(keys)\n"
+                    "        _, weights = scaled_dot_product_attention(project_q(queries), k, k)\n"
+                    "        loss = -torch.log(torch.gather(weights, 2, target[..., None])).mean()\n"
+                    "        losses.append(float(loss))\n"
+                ),
+            ),
+            (
+                (
+                    "        losses.append(loss.detach())\n"
+                    "    return W_Q.detach(), W_K.detach(), torch.stack(losses) if losses else torch.zeros(0, dtype=queries.dtype)\n"
+                ),
+                "    return project_q.weight.T.detach(), project_k.weight.T.detach(), torch.tensor(losses)\n",
+            ),
+        ),
         loses=("test_matching_init_variance",),
     ),
     Variant(
@@ -230,37 +241,67 @@ def train_matching_attention(queries, keys, target, d_k, steps, lr=0.05, seed=0)
     Variant(
         "Question 1: scales the variance by 1/sqrt(d_k) instead of 1/d_k",
         "answer_score_variance",
-        source=_VARIANCE + "    return [d_k, math.sqrt(d_k)]\n",
+        edits=(
+            (
+                "    return [d_k * 1.0 * 1.0, d_k / d_k]  # d_k terms of variance 1; scaling by 1/sqrt(d_k) divides by d_k\n",
+                "    return [d_k, math.sqrt(d_k)]\n",
+            ),
+        ),
         loses=("test_answer_score_variance",),
     ),
     Variant(
         "Question 1: gives the standard deviations",
         "answer_score_variance",
-        source=_VARIANCE + "    return [math.sqrt(d_k), 1]\n",
+        edits=(
+            (
+                "    return [d_k * 1.0 * 1.0, d_k / d_k]  # d_k terms of variance 1; scaling by 1/sqrt(d_k) divides by d_k\n",
+                "    return [math.sqrt(d_k), 1]\n",
+            ),
+        ),
         loses=("test_answer_score_variance",),
     ),
     Variant(
         "Question 2: thinks the largest |J| falls from x = 0 on (misses the peak at weight 1/2)",
         "answer_saturated_jacobian",
-        source=_chosen("saturated_jacobian", "falls_fast"),
+        edits=(
+            (
+                '    return question_values("03_scaled_dot_product_attention", "saturated_jacobian").letter("peaks_fast")\n',
+                '    return question_values("03_scaled_dot_product_attention", "saturated_jacobian").letter("falls_fast")\n',
+            ),
+        ),
         loses=("test_answer_saturated_jacobian",),
     ),
     Variant(
         "Question 2: thinks the largest |J| decays like 1/x, not exponentially",
         "answer_saturated_jacobian",
-        source=_chosen("saturated_jacobian", "peaks_slowly"),
+        edits=(
+            (
+                '    return question_values("03_scaled_dot_product_attention", "saturated_jacobian").letter("peaks_fast")\n',
+                '    return question_values("03_scaled_dot_product_attention", "saturated_jacobian").letter("peaks_slowly")\n',
+            ),
+        ),
         loses=("test_answer_saturated_jacobian",),
     ),
     Variant(
         "Question 3: picks the map scaled by 1/sqrt(d_k) (a favourite key, not one-hot)",
         "answer_unscaled_map",
-        source=_chosen("unscaled_map", "1/sqrt(d_k)"),
+        edits=(
+            (
+                '    return question_values("03_scaled_dot_product_attention", "unscaled_map").letter("none")\n',
+                '    return question_values("03_scaled_dot_product_attention", "unscaled_map").letter("1/sqrt(d_k)")\n',
+            ),
+        ),
         loses=("test_answer_unscaled_map",),
     ),
     Variant(
         "Question 3: picks the nearly uniform map, scaled by 1/d_k",
         "answer_unscaled_map",
-        source=_chosen("unscaled_map", "1/d_k"),
+        edits=(
+            (
+                '    return question_values("03_scaled_dot_product_attention", "unscaled_map").letter("none")\n',
+                '    return question_values("03_scaled_dot_product_attention", "unscaled_map").letter("1/d_k")\n',
+            ),
+        ),
         loses=("test_answer_unscaled_map",),
     ),
 ]
@@ -271,7 +312,7 @@ CORRECT_VARIANTS = [
     Variant(
         "scaled_dot_product_attention scales the keys instead of the queries, then calls dot_product_attention",
         CELL,
-        source="""
+        of="""
 def scaled_dot_product_attention(Q, K, V, scale=None):
     scale = Q.shape[-1] ** -0.5 if scale is None else scale
     return dot_product_attention(Q, scale * K, V)
@@ -280,7 +321,7 @@ def scaled_dot_product_attention(Q, K, V, scale=None):
     Variant(
         "the carried dot_product_attention left as the stub (notebook 02 grades it; PyTorch's stands in here)",
         CARRIED,
-        source="""
+        of="""
 def dot_product_attention(Q, K, V):
     # YOUR CODE HERE
     raise NotImplementedError()
@@ -289,7 +330,7 @@ def dot_product_attention(Q, K, V):
     Variant(
         "scaled_dot_product_attention divides the queries by sqrt(d_k), then calls dot_product_attention",
         CELL,
-        source="""
+        of="""
 def scaled_dot_product_attention(Q, K, V, scale=None):
     if scale is None:
         return dot_product_attention(Q / math.sqrt(Q.shape[-1]), K, V)
@@ -299,17 +340,17 @@ def scaled_dot_product_attention(Q, K, V, scale=None):
     Variant(
         "the carried dot_product_attention is wrong (softmax over the queries): it costs nothing here",
         CARRIED,
-        source="""
+        of="""
 def dot_product_attention(Q, K, V):
     weights = torch.softmax(Q @ K.transpose(-2, -1), dim=-2)
     return weights @ V, weights
 """,
     ),
-    Variant("scaled_dot_product_attention written out in full: matmul, scale, torch.softmax, @ V", CELL, source=WRITTEN_OUT),
+    Variant("scaled_dot_product_attention written out in full: matmul, scale, torch.softmax, @ V", CELL, of=WRITTEN_OUT),
     Variant(
         "scaled_dot_product_attention with einsum",
         CELL,
-        source="""
+        of="""
 def scaled_dot_product_attention(Q, K, V, scale=None):
     s = Q.shape[-1] ** -0.5 if scale is None else scale
     weights = torch.softmax(torch.einsum("...qd,...kd->...qk", Q, K) * s, dim=-1)
@@ -319,7 +360,7 @@ def scaled_dot_product_attention(Q, K, V, scale=None):
     Variant(
         "scaled_dot_product_attention with weights exp(s - logsumexp(s)), in float32",
         CELL,
-        source="""
+        of="""
 def scaled_dot_product_attention(Q, K, V, scale=None):
     scale = Q.shape[-1] ** -0.5 if scale is None else scale
     s = Q @ K.transpose(-2, -1) * scale
@@ -330,7 +371,7 @@ def scaled_dot_product_attention(Q, K, V, scale=None):
     Variant(
         "scaled_dot_product_attention query by query, in float64 inside",
         CELL,
-        source="""
+        of="""
 def scaled_dot_product_attention(Q, K, V, scale=None):
     scale = 1 / math.sqrt(Q.shape[-1]) if scale is None else scale
     q, k, v = Q.double(), K.double(), V.double()
@@ -347,7 +388,7 @@ def scaled_dot_product_attention(Q, K, V, scale=None):
     Variant(
         "softmax_jacobian with einsum",
         JACOBIAN,
-        source="""
+        of="""
 def softmax_jacobian(weights):
     return torch.diag_embed(weights) - torch.einsum("...i,...j->...ij", weights, weights)
 """,
@@ -355,7 +396,7 @@ def softmax_jacobian(weights):
     Variant(
         "softmax_jacobian as a_i (delta_ij - a_j), in float64 inside",
         JACOBIAN,
-        source="""
+        of="""
 def softmax_jacobian(weights):
     a = weights.double()
     eye = torch.eye(a.shape[-1], dtype=torch.float64)
@@ -365,7 +406,7 @@ def softmax_jacobian(weights):
     Variant(
         "softmax_jacobian entry by entry, row by row",
         JACOBIAN,
-        source="""
+        of="""
 def softmax_jacobian(weights):
     n = weights.shape[-1]
     rows = weights.reshape(-1, n)
@@ -382,7 +423,7 @@ def softmax_jacobian(weights):
     Variant(
         "train_matching_attention with F.cross_entropy and einsum",
         TRAIN,
-        source="""
+        of="""
 def train_matching_attention(queries, keys, target, d_k, steps, lr=0.05, seed=0):
     d_model = queries.shape[-1]
     g = torch.Generator().manual_seed(seed)
@@ -403,7 +444,7 @@ def train_matching_attention(queries, keys, target, d_k, steps, lr=0.05, seed=0)
     Variant(
         "train_matching_attention with nn.Linear (re-initialised, variance 1/d_model) and -log of scaled_dot_product_attention's weights",
         TRAIN,
-        source="""
+        of="""
 def train_matching_attention(queries, keys, target, d_k, steps, lr=0.05, seed=0):
     g = torch.Generator().manual_seed(seed)
     project_q = torch.nn.Linear(queries.shape[-1], d_k, bias=False)
@@ -426,7 +467,7 @@ def train_matching_attention(queries, keys, target, d_k, steps, lr=0.05, seed=0)
     Variant(
         "train_matching_attention with uniform initial entries of variance 1/d_model",
         TRAIN,
-        source="""
+        of="""
 def train_matching_attention(queries, keys, target, d_k, steps, lr=0.05, seed=0):
     d_model = queries.shape[-1]
     g = torch.Generator().manual_seed(seed)
@@ -448,26 +489,31 @@ def train_matching_attention(queries, keys, target, d_k, steps, lr=0.05, seed=0)
     Variant(
         "questions answered as other numbers and letters",
         "answer_score_variance",
-        source="""
-def answer_score_variance():
-    d_k = question_values("03_scaled_dot_product_attention", "score_variance").d_k
-    return torch.tensor([2.0 ** math.log2(d_k), d_k / d_k])
-""",
+        edits=(
+            (
+                "    return [d_k * 1.0 * 1.0, d_k / d_k]  # d_k terms of variance 1; scaling by 1/sqrt(d_k) divides by d_k\n",
+                "    return torch.tensor([2.0 ** math.log2(d_k), d_k / d_k])\n",
+            ),
+        ),
     ),
     Variant(
         "Question 2 in capitals",
         "answer_saturated_jacobian",
-        source="""
-def answer_saturated_jacobian():
-    return " " + question_values("03_scaled_dot_product_attention", "saturated_jacobian").letter("peaks_fast").upper()
-""",
+        edits=(
+            (
+                '    return question_values("03_scaled_dot_product_attention", "saturated_jacobian").letter("peaks_fast")\n',
+                '    return " " + question_values("03_scaled_dot_product_attention", "saturated_jacobian").letter("peaks_fast").upper()\n',
+            ),
+        ),
     ),
     Variant(
         "Question 3 in capitals, with spaces",
         "answer_unscaled_map",
-        source="""
-def answer_unscaled_map():
-    return question_values("03_scaled_dot_product_attention", "unscaled_map").letter("none").upper() + " "
-""",
+        edits=(
+            (
+                '    return question_values("03_scaled_dot_product_attention", "unscaled_map").letter("none")\n',
+                '    return question_values("03_scaled_dot_product_attention", "unscaled_map").letter("none").upper() + " "\n',
+            ),
+        ),
     ),
 ]

@@ -203,7 +203,7 @@ CORRECT_VARIANTS = [
     Variant(
         "hard_lookup that writes a warning to stderr",
         "hard_lookup",
-        source="""
+        of="""
 def hard_lookup(query, keys, values):
     import sys
     sys.stderr.write("UserWarning: this lookup is slow, but correct\\n")
@@ -216,7 +216,7 @@ def hard_lookup(query, keys, values):
     Variant(
         "hard_lookup as a Python loop with torch.equal",
         "hard_lookup",
-        source="""
+        of="""
 def hard_lookup(query, keys, values):
     for i in range(keys.shape[0]):
         if torch.equal(keys[i], query):
@@ -227,7 +227,7 @@ def hard_lookup(query, keys, values):
     Variant(
         "softmax through logsumexp, in float64 inside",
         "softmax",
-        source="""
+        of="""
 def softmax(scores, dim=-1, temperature=1.0):
     if not temperature > 0:
         raise ValueError("temperature must be > 0")
@@ -240,7 +240,7 @@ def softmax(scores, dim=-1, temperature=1.0):
     Variant(
         "softmax as exp(x - logsumexp(x)), in float32",
         "softmax",
-        source="""
+        of="""
 def softmax(scores, dim=-1, temperature=1.0):
     if not temperature > 0:
         raise ValueError("temperature must be > 0")
@@ -251,7 +251,7 @@ def softmax(scores, dim=-1, temperature=1.0):
     Variant(
         "soft_lookup with einsum",
         "soft_lookup",
-        source="""
+        of="""
 def soft_lookup(query, keys, values, temperature=1.0):
     scores = torch.einsum("...d,nd->...n", query, keys)
     weights = softmax(scores, dim=-1, temperature=temperature)
@@ -261,7 +261,7 @@ def soft_lookup(query, keys, values, temperature=1.0):
     Variant(
         "attention_entropy with torch.special.entr",
         "attention_entropy",
-        source="""
+        of="""
 def attention_entropy(weights, dim=-1):
     return torch.special.entr(weights).sum(dim=dim)
 """,
@@ -272,11 +272,18 @@ def attention_entropy(weights, dim=-1):
     Variant(
         "worked softmax as a tensor, computed",
         "answer_softmax_worked",
-        source="""
-def answer_softmax_worked():
-    ks = question_values("01_soft_dictionary_lookup", "softmax_worked").ks
-    return torch.softmax(torch.log(torch.tensor(ks, dtype=torch.float32)), dim=-1)
-""",
+        edits=(
+            (
+                (
+                    '    ks = question_values("01_soft_dictionary_lookup", "softmax_worked").ks  # the (a, b, c) of this notebook\'s student\n'
+                    "    return [k / sum(ks) for k in ks]  # e^(ln k) = k: the weights are (a, b, c) / (a + b + c)\n"
+                ),
+                (
+                    '    ks = question_values("01_soft_dictionary_lookup", "softmax_worked").ks\n'
+                    "    return torch.softmax(torch.log(torch.tensor(ks, dtype=torch.float32)), dim=-1)\n"
+                ),
+            ),
+        ),
     ),
     Variant("worked softmax rounded to 4 decimals", "answer_softmax_worked", edits=((WORKED, "[round(k / sum(ks), 4) for k in ks]"),)),
     Variant(

@@ -1,4 +1,4 @@
-"""One rewrite of a solution cell: a typical mistake or a correct alternative."""
+"""One rewrite of a solution cell: a typical mistake or a correct alternative, as a base text and its edits."""
 
 from __future__ import annotations
 
@@ -9,8 +9,11 @@ from dataclasses import dataclass, field
 class Variant:
     name: str  # a short, student-facing description: "softmax without the max subtraction"
     cell: str  # grade_id of the solution cell it rewrites
-    edits: tuple[tuple[str, str], ...] = ()  # (solution text, replacement) pairs
-    source: str | None = None  # or the whole new cell
+    # (old, new) pairs, applied in order to the base: a mistake is its wrong line(s), so it always has some.
+    edits: tuple[tuple[str, str], ...] = ()
+    # The text the edits start from: None for the solution cell itself, or a whole cell written out in the
+    # catalogue module (a correct implementation written differently, given whole with no edits).
+    of: str | None = None
     # Exactly the tests that lose points: the one that names the mistake first, then any
     # that the mistake breaks by its nature (a wrong formula fails every test of its function).
     loses: tuple[str, ...] = field(default=())
@@ -19,20 +22,15 @@ class Variant:
     undefined_values: bool = False
 
     def apply(self, solution_source: str) -> str:
-        """The rewritten cell: each edit replaces every occurrence of its text (docstrings too).
+        """The rewritten cell: the base (``of``, else ``solution_source``) with each edit replacing every
+        occurrence of its text (docstrings too).
 
-        Fails loudly if an edit no longer matches the solution, so the table cannot rot.
+        Fails loudly if an edit no longer matches its base, so the table cannot rot.
         """
-        if self.source is not None:
-            return self.source
-        text = solution_source
+        text = solution_source if self.of is None else self.of
         for old, new in self.edits:
             if old not in text:
-                raise ValueError(f"variant {self.name!r}: {old!r} is not in the solution of {self.cell!r}; update the edit")
+                base = f"the base text of {self.name!r}" if self.of is not None else f"the solution of {self.cell!r}"
+                raise ValueError(f"variant {self.name!r}: {old!r} is not in {base}; update the edit")
             text = text.replace(old, new)
         return text
-
-
-def answered(name: str, question: str, answer: str, *, loses: tuple[str, ...] = ()) -> Variant:
-    """A graded question answered with ``answer`` (Python source): ``answered("bits", "answer_x", "8 * 2**30")``."""
-    return Variant(name, question, source=f"\ndef {question}():\n    return {answer}\n", loses=loses)
