@@ -94,7 +94,7 @@ def stamp_course_cells(
             Hidden tests run only when the course grades your notebook.
             """
         ),
-        SELF_CHECK_ID: code(f'from course_utils.selfcheck import check_my_work\n\ncheck_my_work("{name}");'),
+        SELF_CHECK_ID: code(f'from course_utils import check_my_work\n\ncheck_my_work("{name}");'),
     }
     for cell_id, cell in stamped.items():
         cell["id"] = cell_id

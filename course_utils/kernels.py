@@ -511,3 +511,17 @@ KERNEL_BACKEND = this_machine()
 triton, tl = import_triton(KERNEL_BACKEND)
 HAVE_TRITON = not isinstance(triton, MissingTriton)
 KERNELS_NATIVE = HAVE_TRITON and KERNEL_BACKEND.native
+
+# What notebooks may import from here (tests/test_public_surface.py); the rest is the grader's, imported by name.
+__all__ = [
+    "HAVE_TRITON",
+    "KERNELS_NATIVE",
+    "KERNEL_BACKEND",
+    "build_jobs",
+    "capturing_launches",
+    "launch",
+    "launcher_builds",
+    "run_builds",
+    "tl",
+    "triton",
+]

@@ -83,6 +83,8 @@ _shields_opened = [0]  # ranges the stand-ins opened: a student's own range of t
 
 # A student's own range of that name, or a patched count, would hide a built-in from its check.
 GUARDS = Guards(names=("STAND_IN_RANGE", "_shields_opened"), values=("STAND_IN_RANGE",), module=True)
+# What notebooks may import from here (tests/test_public_surface.py); the shields are the grader's.
+__all__ = ["aten_operators", "time_by_operator"]
 
 
 def shields_opened() -> int:
