@@ -6,8 +6,11 @@ notebook to it):
 - ``course_utils`` (this package): setup (``init``, ``needs``, ``pick_device``), the student's question
   values, plots, worked examples, timing and memory measurements, and the stand-ins a demonstration
   runs while a function is still a stub;
-- ``course_utils.kernels``: Triton (``launch``, ``tl``, ``triton``), in its interpreter on a CPU;
-- ``course_utils.operators``: which PyTorch operators ran, and their time;
+- ``course_utils.kernels``: Triton (``launch``, ``tl``, ``triton``), in its interpreter on a CPU; a module
+  of its own, imported by name, because importing it chooses the interpreter before Triton loads;
+- ``course_utils.operators``: which PyTorch operators ran, and their time; named, not handed on here,
+  because the grader flags a student line that names it (``course_utils.guards``), and a name from it
+  here would slip past;
 - ``course_utils.checks``: every check and what tests measure with; test cells import from it alone,
   and setup cells import the few checks every test cell uses (``call``, ``check_close``), for them;
 - ``course_utils.reference``: ``load_solution``, in hidden tests only.
