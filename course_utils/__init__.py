@@ -4,8 +4,9 @@ A notebook's cells import from a small, listed set (``tests/test_public_surface.
 notebook to it):
 
 - ``course_utils`` (this package): setup (``init``, ``needs``, ``pick_device``), the student's question
-  values, plots, worked examples, timing and memory measurements, and the stand-ins a demonstration
-  runs while a function is still a stub;
+  values, plots, worked examples, timing and memory measurements, the stand-ins a demonstration
+  runs while a function is still a stub, and the PyTorch versions (``torch_causal_mask``,
+  ``torch_flash_forward``, ...) a student imports in place of carried code that does not work yet;
 - ``course_utils.kernels``: Triton (``launch``, ``tl``, ``triton``), in its interpreter on a CPU; a module
   of its own, imported by name, because importing it chooses the interpreter before Triton loads;
 - ``course_utils.operators``: which PyTorch operators ran, and their time; named, not handed on here,
@@ -60,7 +61,13 @@ _FROM = {
     "single_thread": "runtime",
     "SOFTMAX_STAND_IN": "stand_ins",
     "tiled_attention_flops": "flops",
+    "torch_causal_mask": "stand_ins",
+    "torch_flash_attention_triton": "stand_ins",
+    "torch_flash_forward": "stand_ins",
+    "torch_masked_attention": "model_stand_ins",
+    "torch_merge_heads": "stand_ins",
     "torch_rope": "model_stand_ins",
+    "torch_split_heads": "stand_ins",
     "TRAINING_STAND_INS": "model_stand_ins",
     "visited_tiles": "flops",
     "where_block_differs": "composite_steps",
