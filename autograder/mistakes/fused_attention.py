@@ -61,6 +61,21 @@ TRITON_TORCH_RETURN = """    s = (Q.float() @ K.float().transpose(-2, -1)) * sca
     return (torch.exp(s - L[..., None]) @ V.float().nan_to_num()).to(Q.dtype), L  # careful: NaN in unseen keys adds nothing
 """
 
+# online_softmax_stats's loop over the blocks, as the solution writes it: the two-pass mistakes replace it whole
+STATS_LOOP = (
+    "    running_max = running_sum = None  # shaped by the first block\n"
+    "    for block in blocks:\n"
+    "        block_max = block.amax(dim=-1, keepdim=True)\n"
+    "        if running_max is None:\n"
+    '            running_max, running_sum = torch.full_like(block_max, float("-inf")), torch.zeros_like(block_max)\n'
+    "        new_max = torch.maximum(running_max, block_max)\n"
+    '        shift = torch.where(new_max == float("-inf"), 0.0, new_max)  # all -inf so far: nothing to rescale\n'
+    "        running_sum = running_sum * torch.exp(running_max - shift) + torch.exp(block - shift).sum(dim=-1, keepdim=True)\n"
+    "        running_max = new_max\n"
+    "    return running_max, running_sum\n"
+)
+
+
 MISTAKES = [
     Variant(
         "online_softmax never rescales the running sum when the max grows",
@@ -98,18 +113,7 @@ MISTAKES = [
         SOFTMAX,
         edits=(
             (
-                (
-                    "    running_max = running_sum = None  # shaped by the first block\n"
-                    "    for block in blocks:\n"
-                    "        block_max = block.amax(dim=-1, keepdim=True)\n"
-                    "        if running_max is None:\n"
-                    '            running_max, running_sum = torch.full_like(block_max, float("-inf")), torch.zeros_like(block_max)\n'
-                    "        new_max = torch.maximum(running_max, block_max)\n"
-                    '        shift = torch.where(new_max == float("-inf"), 0.0, new_max)  # all -inf so far: nothing to rescale\n'
-                    "        running_sum = running_sum * torch.exp(running_max - shift) + torch.exp(block - shift).sum(dim=-1, keepdim=True)\n"
-                    "        running_max = new_max\n"
-                    "    return running_max, running_sum\n"
-                ),
+                STATS_LOOP,
                 (
                     "    kept = [block.clone() for block in blocks]\n"
                     "    m = torch.cat(kept, dim=-1).amax(dim=-1, keepdim=True)\n"
@@ -125,18 +129,7 @@ MISTAKES = [
         SOFTMAX,
         edits=(
             (
-                (
-                    "    running_max = running_sum = None  # shaped by the first block\n"
-                    "    for block in blocks:\n"
-                    "        block_max = block.amax(dim=-1, keepdim=True)\n"
-                    "        if running_max is None:\n"
-                    '            running_max, running_sum = torch.full_like(block_max, float("-inf")), torch.zeros_like(block_max)\n'
-                    "        new_max = torch.maximum(running_max, block_max)\n"
-                    '        shift = torch.where(new_max == float("-inf"), 0.0, new_max)  # all -inf so far: nothing to rescale\n'
-                    "        running_sum = running_sum * torch.exp(running_max - shift) + torch.exp(block - shift).sum(dim=-1, keepdim=True)\n"
-                    "        running_max = new_max\n"
-                    "    return running_max, running_sum\n"
-                ),
+                STATS_LOOP,
                 (
                     "    blocks = list(blocks)\n"
                     "    m = torch.stack([block.amax(dim=-1, keepdim=True) for block in blocks]).amax(dim=0)\n"
@@ -490,12 +483,7 @@ MISTAKES = [
         ONLINE_ROWS,
         edits=(
             (
-                """    for start in range(0, n_cols, BLOCK):
-        x = tl.load(X + row * stride_x + start + cols, mask=start + cols < n_cols, other=float("-inf")).to(tl.float32)
-        m_new = tl.maximum(m, tl.max(x, axis=0))
-        l = l * tl.exp(m - m_new) + tl.sum(tl.exp(x - m_new), axis=0)
-        m = m_new
-""",
+                ONLINE_ROWS_STATISTICS,
                 """    for start in range(0, n_cols, BLOCK):  # pass 1: the max
         x = tl.load(X + row * stride_x + start + cols, mask=start + cols < n_cols, other=float("-inf")).to(tl.float32)
         m = tl.maximum(m, tl.max(x, axis=0))

@@ -32,6 +32,17 @@ def scaled_dot_product_attention(Q, K, V, attn_mask=None, is_causal=False, scale
         bias = torch.where(attn_mask, 0.0, float("-inf")).double() if attn_mask.dtype == torch.bool else attn_mask.double()
 """
 
+# packed_sequence_mask's body, as the solution writes it: the mistakes below replace it whole
+PACKED_BODY = (
+    "    segment = torch.repeat_interleave(torch.arange(len(lengths), device=lengths.device), lengths)  # [T]: which sequence\n"
+    "    mask = segment.unsqueeze(-1) == segment.unsqueeze(0)  # same sequence\n"
+    "    if causal:\n"
+    "        position = torch.arange(len(segment), device=lengths.device)\n"
+    "        mask = mask & (position.unsqueeze(-1) >= position.unsqueeze(0))  # and not in the future\n"
+    "    return mask\n"
+)
+
+
 MISTAKES = [
     Variant(
         "causal_mask is always bottom-right",
@@ -236,14 +247,7 @@ MISTAKES = [
         PACKED,
         edits=(
             (
-                (
-                    "    segment = torch.repeat_interleave(torch.arange(len(lengths), device=lengths.device), lengths)  # [T]: which sequence\n"
-                    "    mask = segment.unsqueeze(-1) == segment.unsqueeze(0)  # same sequence\n"
-                    "    if causal:\n"
-                    "        position = torch.arange(len(segment), device=lengths.device)\n"
-                    "        mask = mask & (position.unsqueeze(-1) >= position.unsqueeze(0))  # and not in the future\n"
-                    "    return mask\n"
-                ),
+                PACKED_BODY,
                 (
                     "    ends = lengths.cumsum(0)                                   # where each sequence ends (exclusive)\n"
                     "    position = torch.arange(int(lengths.sum()))\n"
@@ -260,14 +264,7 @@ MISTAKES = [
         PACKED,
         edits=(
             (
-                (
-                    "    segment = torch.repeat_interleave(torch.arange(len(lengths), device=lengths.device), lengths)  # [T]: which sequence\n"
-                    "    mask = segment.unsqueeze(-1) == segment.unsqueeze(0)  # same sequence\n"
-                    "    if causal:\n"
-                    "        position = torch.arange(len(segment), device=lengths.device)\n"
-                    "        mask = mask & (position.unsqueeze(-1) >= position.unsqueeze(0))  # and not in the future\n"
-                    "    return mask\n"
-                ),
+                PACKED_BODY,
                 (
                     "    position = torch.arange(int(lengths.sum()))\n"
                     "    ids = (position[:, None] >= lengths[None, :]).sum(-1)\n"
