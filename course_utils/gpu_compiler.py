@@ -43,8 +43,13 @@ _started_with: dict[str, str] = {}  # the environment the child was started with
 # Compiled builds, by what decides them: a grader compiles the same kernels again and again (each
 # submission's unchanged kernels, every health check's solution), and one compile for three GPUs
 # costs about half a second. Only builds that compiled are kept: a failure is worked out afresh.
+# A build is kept only from a child that has compiled nothing but that kernel's source: a source that
+# subverted its child could then forge only its own builds, which every other student with the same
+# source would get from that source anyway, never the builds of another kernel.
 REMEMBERED_BUILDS = 1024
+MAX_ANSWER_BYTES = 1 << 20  # one answer line: a child writing more is refused, not read into memory
 _remembered: OrderedDict[str, dict[str, Any]] = OrderedDict()
+_child_sources: set[str] = set()  # the kernel sources the running child has been given
 jobs_compiled = 0  # jobs sent to a child so far: what the remembered builds saved shows against it
 
 
@@ -116,21 +121,22 @@ def compile_request(request: dict[str, Any]) -> list[dict[str, Any]]:
     with _lock:
         environment = _environment()
         keys = [_build_key(request.get("triton_key", ""), job, environment) for job in request["jobs"]]
-        new = [job for key, job in zip(keys, request["jobs"]) if key not in _remembered]
-        answered = iter(_ask({**request, "jobs": new}, environment) if new else [])
-        results = []
-        for key in keys:
-            if key in _remembered:
-                _remembered.move_to_end(key)
-                results.append(dict(_remembered[key]))
-                continue
-            result = next(answered)
-            if result.get("compiled") is True:
-                _remembered[key] = dict(result)
-                while len(_remembered) > REMEMBERED_BUILDS:
-                    _remembered.popitem(last=False)
-            results.append(result)
-        return results
+        answers = {key: dict(_remembered[key]) for key in keys if key in _remembered}  # before any is dropped
+        for key in answers:
+            _remembered.move_to_end(key)
+        new = [(key, job) for key, job in zip(keys, request["jobs"]) if key not in answers]
+        for source in dict.fromkeys(job["source"] for _, job in new):  # one source at a time, in order
+            group = [(key, job) for key, job in new if job["source"] == source]
+            if _child_sources - {source}:
+                _stop()  # the child has seen another source: this one gets a child of its own
+            found = _ask({**request, "jobs": [job for _, job in group]}, environment)
+            for (key, _), result in zip(group, found):
+                answers[key] = result
+                if result.get("compiled") is True and _child_sources == {source}:
+                    _remembered[key] = dict(result)
+                    while len(_remembered) > REMEMBERED_BUILDS:
+                        _remembered.popitem(last=False)
+        return [answers[key] for key in keys]
 
 
 def _ask(request: dict[str, Any], environment: dict[str, str]) -> list[dict[str, Any]]:
@@ -143,18 +149,22 @@ def _ask(request: dict[str, Any], environment: dict[str, str]) -> list[dict[str,
         _child, _errors = _start(environment)
         _started_with = environment
     assert _child.stdin is not None and _child.stdout is not None
+    _child_sources.update(job["source"] for job in request["jobs"])
     line, answered = b"", False
     try:
         _child.stdin.write(json.dumps(request).encode() + b"\n")
         _child.stdin.flush()
         answered = bool(select.select([_child.stdout], [], [], ANSWER_TIMEOUT_S)[0])
-        line = _child.stdout.readline() if answered else b""
+        line = _child.stdout.readline(MAX_ANSWER_BYTES + 1) if answered else b""
     except OSError:
         answered = True  # the child had gone: its pipe was closed
     if not line:
         reason = _why_it_ended() if answered else f"no answer in {ANSWER_TIMEOUT_S} s"
         _stop()
         raise CompilerFailed(reason)
+    if len(line) > MAX_ANSWER_BYTES:
+        _stop()
+        raise CompilerFailed(f"its answer was longer than {MAX_ANSWER_BYTES} bytes")
     answer = json.loads(line)
     if not isinstance(answer, list) or len(answer) != len(request["jobs"]):
         _stop()
@@ -174,6 +184,7 @@ def _stop() -> None:
             _child.wait()
         with contextlib.suppress(OSError):
             _child.stdout.close()
+    _child_sources.clear()
     if _errors is not None:
         _errors.close()
     _child = _errors = None

@@ -206,6 +206,45 @@ def test_a_build_is_remembered_only_while_what_decides_it_is_the_same(solution, 
         gpu_compiler.forget()
 
 
+def test_each_kernel_source_is_compiled_by_a_child_no_other_source_has_touched(solution):
+    """A source that changes its compile child (here: breaks triton.compile as it loads) changes only its own
+    builds: the next source in the same request gets a child of its own, so its build, which is then
+    remembered for everyone with that source, is the compiler's."""
+    from course_utils import gpu_compiler
+    from course_utils.kernels import build_jobs, capturing_launches, run_builds
+
+    with capturing_launches() as launches:
+        solution.vector_add(torch.ones(100), torch.ones(100))
+    [job] = [job for one in launches for job in build_jobs(one.kernel, one.args, one.kwargs, "sm_90")]
+    tamperer = {**job, "source": "triton.compile = lambda *args, **kwargs: 1 / 0\n\n" + job["source"]}
+    gpu_compiler.forget()
+    try:
+        tampered, built = run_builds([tamperer, job])
+        assert not tampered.compiled and "ZeroDivisionError" in tampered.error, tampered.summary
+        assert built.compiled, f"compiled in the child the other source had changed: {built.summary}"
+        assert gpu_compiler.remembered() == 1
+    finally:
+        gpu_compiler.close()
+        gpu_compiler.forget()
+
+
+def test_an_answer_longer_than_the_bound_is_refused_unread(solution):
+    """A compile child that writes an endless answer line costs the grader at most MAX_ANSWER_BYTES of memory."""
+    from course_utils import gpu_compiler
+    from course_utils.kernels import build_jobs, capturing_launches, run_builds
+
+    with capturing_launches() as launches:
+        solution.vector_add(torch.ones(100), torch.ones(100))
+    [job] = [job for one in launches for job in build_jobs(one.kernel, one.args, one.kwargs, "sm_90")]
+    flood = "import os\nfor fd in range(3, 32):\n    try:\n        os.write(fd, b'[' * (3 << 20))\n    except OSError:\n        pass\nos._exit(0)\n"
+    gpu_compiler.forget()
+    try:
+        [refused] = run_builds([{**job, "source": flood + job["source"]}])
+        assert not refused.compiled and "longer than" in refused.error, refused.error
+    finally:
+        gpu_compiler.close()
+
+
 def test_a_compile_leaves_no_folder_behind(solution, monkeypatch, tmp_path):
     """Each build writes its kernel's source to a file for Triton; the file's folder goes when the build ends."""
     from course_utils import gpu_compiler
