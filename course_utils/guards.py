@@ -28,9 +28,11 @@ class Guards:
 OWNERS = (
     "course_utils.checks",
     "course_utils.kernels",
+    "course_utils.model_stand_ins",
     "course_utils.operators",
     "course_utils.recording",
     "course_utils.reference",
+    "course_utils.stand_ins",
 )
 
 

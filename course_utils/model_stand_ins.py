@@ -16,6 +16,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from .guards import Guards
 from .recording import measured
 from .stand_ins import CAUSAL_MASK_STAND_IN, HEADS_STAND_IN
 
@@ -243,3 +244,19 @@ MASKED_ATTENTION_STAND_IN = {"scaled_dot_product_attention": torch_masked_attent
 BLOCK_STAND_INS = {**CAUSAL_MASK_STAND_IN, **HEADS_STAND_IN, **MASKED_ATTENTION_STAND_IN, **ROPE_STAND_IN}
 # Training tests only the training step: the reference block (its parameters made in DecoderBlock's order) stands in too.
 TRAINING_STAND_INS = {**BLOCK_STAND_INS, "DecoderBlock": ReferenceBlock}
+
+# The course's own model, attention and decoding: a line a student adds that names one is flagged for a person to
+# read (course_utils.guards), as with course_utils.stand_ins.
+GUARDS = Guards(
+    names=(
+        "torch_rope",
+        "torch_masked_attention",
+        "ReferenceBlock",
+        "ReferenceLM",
+        "greedy_by_recomputation",
+        "ROPE_STAND_IN",
+        "MASKED_ATTENTION_STAND_IN",
+        "BLOCK_STAND_INS",
+        "TRAINING_STAND_INS",
+    )
+)

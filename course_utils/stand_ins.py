@@ -10,6 +10,8 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
+from .guards import Guards
+
 # Bound once, here: a test that trips the Python name ``torch.softmax`` (``check_no_builtin``) must not
 # trip over the stand-in; its kernels run in a stand-in range, which the dispatcher check leaves out.
 _softmax = torch.softmax
@@ -154,3 +156,29 @@ FLASH_PREPROCESS_STAND_IN = {"flash_backward_preprocess": torch_flash_backward_p
 SOFTMAX_BACKWARD_STAND_IN = {"softmax_backward": torch_softmax_backward}  # notebook 08's, inside attention_backward
 FLASH_FORWARD_STAND_IN = {"flash_attention_forward": torch_flash_forward}  # notebook 07's forward, carried into 08
 FLASH_TRITON_STAND_IN = {"flash_attention_triton": torch_flash_attention_triton}  # 07's kernel and launcher, carried into 08
+
+# PyTorch's answers to graded functions: a line a student adds that names one (to hand it in as their own, say)
+# is flagged for a person to read (course_utils.guards); the given cells that run them as stand-ins are not.
+GUARDS = Guards(
+    names=(
+        "torch_softmax",
+        "torch_dot_product_scores",
+        "torch_dot_product_attention",
+        "torch_causal_mask",
+        "torch_split_heads",
+        "torch_merge_heads",
+        "torch_flash_forward",
+        "torch_flash_attention_triton",
+        "torch_softmax_backward",
+        "torch_flash_backward_preprocess",
+        "SOFTMAX_STAND_IN",
+        "SCORES_STAND_IN",
+        "ATTENTION_STAND_IN",
+        "CAUSAL_MASK_STAND_IN",
+        "HEADS_STAND_IN",
+        "FLASH_PREPROCESS_STAND_IN",
+        "SOFTMAX_BACKWARD_STAND_IN",
+        "FLASH_FORWARD_STAND_IN",
+        "FLASH_TRITON_STAND_IN",
+    )
+)

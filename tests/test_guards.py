@@ -85,9 +85,19 @@ def test_a_guarded_module_is_flagged_however_it_is_imported(monkeypatch: pytest.
         *imports,
         "from course_utils.operators import aten_operators",
     ]
-    assert flagged("from course_utils import kernels", "from course_utils.stand_ins import SCORES_STAND_IN") == []
+    assert flagged("from course_utils import kernels", "from course_utils.stand_ins import scores_logsumexp") == []
     monkeypatch.setattr(operators, "GUARDS", dataclasses.replace(operators.GUARDS, module=False))
     assert flagged(*imports) == imports[2:]
+
+
+def test_handing_in_the_courses_own_pytorch_version_is_flagged() -> None:
+    # A graded function bound to the course's stand-in passes its tests: a person must see the line.
+    lines = [
+        "from course_utils import torch_causal_mask as causal_mask",
+        "import course_utils\nsoftmax = course_utils.SOFTMAX_STAND_IN['softmax']",
+        "from course_utils.model_stand_ins import ReferenceBlock as DecoderBlock",
+    ]
+    assert flagged(*lines, "from course_utils import heatmap") == [lines[0], "softmax = course_utils.SOFTMAX_STAND_IN['softmax']", lines[2]]
 
 
 def test_review_flags_only_lines_the_student_added_outside_test_cells() -> None:
