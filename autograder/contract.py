@@ -13,7 +13,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from course_utils.reference import (
+from course_utils.notebook_cells import (
     cell_source,
     hidden_part,
     is_carried,

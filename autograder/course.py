@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
 
-from course_utils.reference import assignment_notebook
+from course_utils.notebook_cells import assignment_notebook
 
 from .course_config import course_config
 from .settings import (

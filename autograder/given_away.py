@@ -17,7 +17,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from course_utils.reference import cell_source, is_carried, is_showcase, is_solution_cell, nbgrader_meta
+from course_utils.notebook_cells import cell_source, is_carried, is_showcase, is_solution_cell, nbgrader_meta
 
 from .course import list_assignments
 

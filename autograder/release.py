@@ -21,7 +21,7 @@ from typing import Iterator
 
 import nbformat
 
-from course_utils.reference import assignment_notebook
+from course_utils.notebook_cells import assignment_notebook
 
 from .authoring import stamp_course_cells
 from .course import list_assignments, scratch_course

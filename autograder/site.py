@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 import nbformat
 from nbformat.notebooknode import NotebookNode
 
-from course_utils.reference import assignment_notebook
+from course_utils.notebook_cells import assignment_notebook
 
 from .course import list_assignments
 from .offline_markdown import latex_to_mathml, offline_markdown

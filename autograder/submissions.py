@@ -14,7 +14,7 @@ from typing import Iterable
 import nbformat
 from nbformat.notebooknode import NotebookNode
 
-from course_utils.reference import (
+from course_utils.notebook_cells import (
     assignment_notebook,
     is_solution_cell,
     nbgrader_meta,

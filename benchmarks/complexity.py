@@ -38,8 +38,8 @@ os.environ.setdefault("COURSE_SOLUTIONS_DIR", str(REPO_ROOT / "solutions"))  # f
 from baselines import naive_attention  # noqa: E402
 from baselines import sdpa_flash as builtin_attention
 
+from autograder.solutions import load_solution  # noqa: E402
 from course_utils.memory import peak_tensor_bytes  # noqa: E402
-from course_utils.reference import load_solution  # noqa: E402
 from course_utils.timing import median_seconds  # noqa: E402
 
 MEMORY_TARGET = 8.0  # chunked peak at least 8x below naive at the largest T

@@ -64,9 +64,9 @@ os.environ.setdefault("COURSE_SOLUTIONS_DIR", str(REPO_ROOT / "solutions"))
 
 from baselines import naive_attention, sdpa_flash
 
+from autograder.solutions import load_solution
 from course_utils.autograd_refs import sdpa_gradients
 from course_utils.memory import peak_tensor_bytes
-from course_utils.reference import load_solution
 from course_utils.timing import median_seconds
 
 Attention = Callable[[torch.Tensor, torch.Tensor, torch.Tensor, bool], torch.Tensor]

@@ -14,7 +14,7 @@ notebook to it):
   here would slip past;
 - ``course_utils.checks``: every check and what tests measure with; test cells import from it alone,
   and setup cells import the few checks every test cell uses (``call``, ``check_close``), for them;
-- ``course_utils.reference``: ``load_solution``, in hidden tests only.
+- ``autograder.solutions``: ``load_solution``, in hidden tests only: the grader's, never in the students' package.
 
 Light by design (torch, numpy, matplotlib), so a Colab notebook can pip-install it. The names
 below load on first use: a part that needs no torch (the sealed runs' wire format, which the

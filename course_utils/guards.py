@@ -31,7 +31,7 @@ OWNERS = (
     "course_utils.model_stand_ins",
     "course_utils.operators",
     "course_utils.recording",
-    "course_utils.reference",
+    "autograder.solutions",
     "course_utils.stand_ins",
 )
 

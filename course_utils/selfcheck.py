@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .reference import cell_source, is_test_cell, nbgrader_meta, visible_part
+from .notebook_cells import cell_source, is_test_cell, nbgrader_meta, visible_part
 from .runtime import is_grading
 
 

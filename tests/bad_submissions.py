@@ -335,7 +335,7 @@ BAD_CASES = [
                     Variant(
                         "borrow",
                         "softmax",
-                        of=f"from course_utils.reference import load_solution\nsoftmax = load_solution({FIRST!r}).softmax",
+                        of=f"from autograder.solutions import load_solution\nsoftmax = load_solution({FIRST!r}).softmax",
                     )
                 ],
             )

@@ -579,7 +579,7 @@ def test_the_scan_for_private_attributes_sees_them_on_any_object() -> None:
 
 def test_notebooks_use_only_public_apis(repo_root) -> None:
     # What students read and copy: no private torch module, and no private member of any object.
-    from course_utils.reference import cell_source
+    from course_utils.notebook_cells import cell_source
 
     found = {}
     for path in sorted((repo_root / "solutions").glob("*/*.ipynb")):

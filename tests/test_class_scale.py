@@ -102,7 +102,7 @@ def test_a_broken_grader_writes_no_score_and_a_missing_notebook_stays_missing(tm
     from autograder.grading.models import HealthCheckFailed, Kind
     from autograder.mistakes import MISTAKES
     from autograder.submissions import solved, write_submission
-    from course_utils.reference import nbgrader_meta
+    from course_utils.notebook_cells import nbgrader_meta
 
     second = "02_dot_product_attention"
     solutions = tmp_path / "solutions"

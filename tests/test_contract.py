@@ -10,7 +10,7 @@ from autograder.contract import problems, unexercised_options
 from autograder.course import list_assignments
 from autograder.mistakes import CHARGED_THROUGH, MISTAKES
 from autograder.settings import SOLUTIONS_DIR
-from course_utils.reference import cells_tested_by
+from course_utils.notebook_cells import cells_tested_by
 
 
 @pytest.mark.parametrize("assignment", list_assignments())

@@ -64,6 +64,6 @@ def test_course_utils_installs_light(repo_root) -> None:
 
 def test_course_utils_imports_without_the_instructor_tools() -> None:
     blocked = "import sys\nfor m in ('nbgrader', 'nbformat', 'nbclient', 'tqdm', 'hypothesis', 'triton'): sys.modules[m] = None\n"
-    code = blocked + "import course_utils, course_utils.checks, course_utils.reference, course_utils.plots, course_utils.runtime"
+    code = blocked + "import course_utils, course_utils.checks, course_utils.notebook_cells, course_utils.plots, course_utils.runtime"
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert result.returncode == 0, result.stderr

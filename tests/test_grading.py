@@ -21,7 +21,7 @@ from autograder.grading.verdicts import graded_names
 from autograder.mistakes import CHARGED_THROUGH, CORRECT_VARIANTS, MISTAKES
 from autograder.nbgrader_ext.discussion import WITHHELD_NOTE, is_discussion
 from autograder.settings import REPO_ROOT, SOLUTIONS_DIR
-from course_utils.reference import cells_tested_by
+from course_utils.notebook_cells import cells_tested_by
 
 pytestmark = pytest.mark.slow
 

@@ -34,7 +34,10 @@ def test_every_declared_name_exists_in_its_module() -> None:
 def test_every_module_that_declares_guards_is_gathered() -> None:
     # A GUARDS that course_utils.guards.OWNERS does not list would guard nothing.
     declaring = {
-        f"course_utils.{p.stem}" for p in (REPO_ROOT / "course_utils").glob("*.py") if re.search(r"^GUARDS\b", p.read_text(), re.M)
+        f"{package}.{p.stem}"
+        for package in ("autograder", "course_utils")
+        for p in (REPO_ROOT / package).glob("*.py")
+        if re.search(r"^GUARDS\b", p.read_text(), re.M)
     }
     assert declaring == set(guards.OWNERS)
 
@@ -79,7 +82,7 @@ def test_a_guarded_module_is_flagged_however_it_is_imported(monkeypatch: pytest.
     imports = [
         "from course_utils import operators",
         "import course_utils.operators as ops",
-        "from course_utils.reference import load_solution",
+        "from autograder.solutions import load_solution",
     ]
     assert flagged(*imports, "from course_utils.operators import aten_operators") == [
         *imports,

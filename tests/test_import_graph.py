@@ -81,7 +81,7 @@ def test_no_import_cycles() -> None:
 # and use the grading code; the command line and the builders of the course use everything.
 LAYERS = (
     ("course_utils",),
-    ("autograder.settings", "autograder.offline_markdown", "autograder.authoring"),
+    ("autograder.settings", "autograder.offline_markdown", "autograder.authoring", "autograder.solutions"),
     ("autograder.grading", "autograder.course", "autograder.course_config", "autograder.submissions", "autograder.mistakes"),
     ("autograder.nbgrader_ext",),
     # the builders and checkers of the course, and the command line

@@ -23,7 +23,7 @@ from autograder.grading.intake import (
 from autograder.grading.models import AssignmentSpec
 from autograder.settings import SOLUTIONS_DIR
 from autograder.submissions import released, solved
-from course_utils.reference import is_solution_cell, is_test_cell
+from course_utils.notebook_cells import is_solution_cell, is_test_cell
 
 FIRST, THIRD = ASSIGNMENTS[0], ASSIGNMENTS[2]
 FUNCTIONS = {a: set(AssignmentSpec.load(SOLUTIONS_DIR, a).functions) for a in ASSIGNMENTS}

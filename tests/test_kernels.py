@@ -18,10 +18,10 @@ if not torch.cuda.is_available():
     os.environ.setdefault("TRITON_INTERPRET", "1")
 triton = pytest.importorskip("triton")
 
+from autograder.solutions import load_solution  # noqa: E402
 from course_utils.autograd_refs import logsumexp_of_scores, sdpa_gradients  # noqa: E402
 from course_utils.checks import random_tensor  # noqa: E402
 from course_utils.kernel_trace import TensorReads  # noqa: E402
-from course_utils.reference import load_solution  # noqa: E402
 
 ON_GPU = torch.cuda.is_available()
 needs_gpu = pytest.mark.skipif(not ON_GPU, reason="needs a CUDA GPU: the native Triton kernel")

@@ -10,7 +10,7 @@ from autograder.grading.models import MISCONCEPTION_SEPARATOR
 from autograder.mistakes import MISTAKES
 from autograder.settings import SOLUTIONS_DIR
 from course_utils import recording
-from course_utils.reference import solution_cells
+from course_utils.notebook_cells import solution_cells
 
 
 def test_results_compare_to_the_tolerance_of_their_dtype() -> None:

@@ -10,7 +10,7 @@ import pytest
 from autograder.course import list_assignments
 from autograder.nbgrader_ext.discussion import WITHHELD_NOTE, discussion_runs, is_discussion
 from autograder.settings import NOTEBOOKS_DIR, SOLUTIONS_DIR
-from course_utils.reference import cell_source
+from course_utils.notebook_cells import cell_source
 
 # Wording about texts the reader does not have, or about the notebook's own history. A notebook
 # writes about the idea ("a common simplification drops the tanh"), never about where it came from.

@@ -1,7 +1,7 @@
 """What a notebook may import from the course package: a small, listed set, each with a true ``__all__``.
 
 Test cells, visible and hidden, use one helper layer (``course_utils.checks``), as a project's tests use
-one adapter; hidden tests add ``load_solution`` from ``course_utils.reference``. Other cells use the
+one adapter; hidden tests add ``load_solution`` from ``autograder.solutions``. Other cells use the
 package itself, plus Triton's module (``course_utils.kernels``, which must choose the interpreter before
 Triton loads) and the operator timer (``course_utils.operators``, guarded: a student line that names it is
 flagged, so the package does not hand its names on). The setup cell also imports the checks the test cells
@@ -23,7 +23,7 @@ from helpers import ASSIGNMENTS
 import course_utils
 from autograder.settings import SOLUTIONS_DIR
 from course_utils.guards import declared
-from course_utils.reference import is_solution_cell, is_test_cell
+from course_utils.notebook_cells import is_solution_cell, is_test_cell
 
 BEGIN_HIDDEN, END_HIDDEN = "### BEGIN HIDDEN TESTS", "### END HIDDEN TESTS"
 SETUP_CALL = "course_utils.init("  # the setup cell is the one that starts the runtime
@@ -31,11 +31,12 @@ SETUP_CALL = "course_utils.init("  # the setup cell is the one that starts the r
 # Where each kind of cell may import from.
 ALLOWED = {
     "test": {"course_utils.checks"},
-    "hidden test": {"course_utils.checks", "course_utils.reference"},
+    "hidden test": {"course_utils.checks", "autograder.solutions"},
     "setup": {"course_utils", "course_utils.checks", "course_utils.kernels"},
     "other": {"course_utils", "course_utils.kernels", "course_utils.operators"},
 }
 SURFACE = sorted(set().union(*ALLOWED.values()))
+COURSE_PACKAGES = ("course_utils", "autograder")  # the students' package, and what only the grader adds
 
 
 def notebook_of(assignment: str) -> nbformat.NotebookNode:
@@ -51,10 +52,10 @@ def course_imports(source: str) -> list[tuple[int, str, list[str]]]:
     """(line, module, names) for each import of the course package in a cell's code."""
     found = []
     for node in ast.walk(parsed(source)):
-        if isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] == "course_utils":
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] in COURSE_PACKAGES:
             found.append((node.lineno, node.module, [alias.name for alias in node.names]))
         elif isinstance(node, ast.Import):
-            found += [(node.lineno, alias.name, []) for alias in node.names if alias.name.split(".")[0] == "course_utils"]
+            found += [(node.lineno, alias.name, []) for alias in node.names if alias.name.split(".")[0] in COURSE_PACKAGES]
     return found
 
 
@@ -98,7 +99,7 @@ def test_each_cell_imports_from_the_listed_modules_for_its_kind(assignment: str)
 def test_the_check_sees_an_import_from_elsewhere() -> None:
     test = nbformat.v4.new_code_cell(
         f"from course_utils.checks import call\n{BEGIN_HIDDEN}\nfrom course_utils.stand_ins import SCORES_STAND_IN\n"
-        f"from course_utils.reference import load_solution\n{END_HIDDEN}\nfrom course_utils.reference import load_solution"
+        f"from autograder.solutions import load_solution\n{END_HIDDEN}\nfrom autograder.solutions import load_solution"
     )
     test.metadata["nbgrader"] = {"grade": True, "solution": False, "grade_id": "test_x", "points": 1}
     given = nbformat.v4.new_code_cell("from course_utils.plots import heatmap\nimport course_utils\nimport course_utils.checks")
@@ -109,8 +110,8 @@ def test_the_check_sees_an_import_from_elsewhere() -> None:
         "toy, cell 0, line 3: import course_utils.checks (other cells import from ['course_utils', 'course_utils.kernels', "
         "'course_utils.operators'])",
         "toy, cell 1, line 3: from course_utils.stand_ins import SCORES_STAND_IN (hidden test cells import from "
-        "['course_utils.checks', 'course_utils.reference'])",
-        "toy, cell 1, line 6: from course_utils.reference import load_solution (test cells import from ['course_utils.checks'])",
+        "['autograder.solutions', 'course_utils.checks'])",
+        "toy, cell 1, line 6: from autograder.solutions import load_solution (test cells import from ['course_utils.checks'])",
     ]
 
 

@@ -17,7 +17,7 @@ from autograder.nbgrader_ext.discussion import WITHHELD_NOTE, RestoreDiscussions
 from autograder.nbgrader_ext.showcase import is_showcase
 from autograder.release import generate, stale_notebooks
 from autograder.settings import NOTEBOOKS_DIR, SOLUTIONS_DIR
-from course_utils.reference import cell_source, is_solution_cell
+from course_utils.notebook_cells import cell_source, is_solution_cell
 
 
 def test_notebooks_are_in_sync_with_solutions(repo_root) -> None:

@@ -15,10 +15,10 @@ from autograder.grading.pipeline import grade
 from autograder.grading.run_report import RunReport
 from autograder.mistakes import CORRECT_VARIANTS, MISTAKES
 from autograder.settings import SOLUTIONS_DIR
+from autograder.solutions import load_solution, solution_cells, solution_module
 from autograder.submissions import solved, write_submission
 from course_utils.comparisons import CheckFailed
 from course_utils.questions import check_answer
-from course_utils.reference import load_solution, solution_cells, solution_module
 from course_utils.student_values import (
     EXAMPLE_ID,
     QUESTIONS,

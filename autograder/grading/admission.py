@@ -31,7 +31,7 @@ from typing import Any, Callable
 from nbformat.notebooknode import NotebookNode
 
 from course_utils.guards import Guards, declared
-from course_utils.reference import defined_names, is_solution_cell, is_test_cell, nbgrader_meta
+from course_utils.notebook_cells import defined_names, is_solution_cell, is_test_cell, nbgrader_meta
 
 from .models import Kind, Submission, SubmissionProblem
 

@@ -40,7 +40,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
-from course_utils.reference import assignment_notebook, cell_source, solution_cells
+from course_utils.notebook_cells import assignment_notebook, cell_source, solution_cells
 
 from ..settings import NOTEBOOKS_DIR, SOLUTIONS_DIR
 from .admission import repair

@@ -31,7 +31,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from course_utils.reference import assignment_notebook, cells_tested_by
+from course_utils.notebook_cells import assignment_notebook, cells_tested_by
 
 from ..course import list_assignments, scratch_course
 from ..settings import SOLUTIONS_DIR, put_environment_on_path

@@ -33,7 +33,7 @@ from datetime import datetime, timezone
 from pathlib import Path, PurePosixPath
 from typing import Iterator
 
-from course_utils.reference import defined_names
+from course_utils.notebook_cells import defined_names
 
 from ..settings import ARCHIVE_LIMITS, ArchiveLimits
 from .deadlines import TIMESTAMP_FILE, read_timestamp

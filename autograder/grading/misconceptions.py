@@ -28,9 +28,10 @@ from nbformat.notebooknode import NotebookNode
 from course_utils import recording, student_calls
 from course_utils.comparisons import tolerance
 from course_utils.memory import tensors_in
-from course_utils.reference import is_solution_cell, load_solution, nbgrader_meta, solution_cells, solution_module
+from course_utils.notebook_cells import is_solution_cell, nbgrader_meta, solution_cells
 
 from ..mistakes import MISTAKES, Variant
+from ..solutions import load_solution, solution_module
 from .models import Misconception  # the one type, shared by the verdicts, the test rows and the class report
 
 # Per submission, in CPU seconds of the trusted pass (not wall time, so that a busy machine names what a

@@ -35,7 +35,7 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
 
-from course_utils.reference import (
+from course_utils.notebook_cells import (
     assignment_notebook,
     defined_names,
     is_solution_cell,

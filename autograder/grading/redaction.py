@@ -15,7 +15,7 @@ from typing import Any
 
 from nbformat.notebooknode import NotebookNode
 
-from course_utils.reference import (
+from course_utils.notebook_cells import (
     cell_source,
     hidden_part,
     is_solution_cell,

@@ -40,9 +40,10 @@ from nbformat.notebooknode import NotebookNode
 import course_utils
 from course_utils import gpu_compiler
 from course_utils.interpreter import python_executable
-from course_utils.reference import is_test_cell, nbgrader_meta
+from course_utils.notebook_cells import is_test_cell, nbgrader_meta
 from course_utils.sealed_protocol import CELL, DONE, END, HEADER, RECORD, RUN, CellFrame, EndFrame, InvalidFrame
 
+from .. import solutions
 from .process_limit import ProcessLimit, process_limit
 
 RUNNER = Path(__file__).with_name("sealed_run.py")
@@ -88,8 +89,13 @@ class SealedRun:
 
 
 def _python_paths() -> list[Path]:
-    """What the sandbox must see to run Python with the course's packages, read-only."""
+    """What the sandbox must see to run Python with the course's packages, read-only.
+
+    Of the grader, only the module hidden tests import ``load_solution`` from: in the sealed run it withholds
+    (``autograder.solutions``), and no other grader file, the mistakes catalogue included, is there to read.
+    """
     paths = {Path(sys.base_prefix).resolve(), Path(sys.prefix).resolve(), Path(course_utils.__file__).resolve().parent}
+    paths |= {Path(solutions.__file__).resolve(), Path(solutions.__file__).resolve().with_name("__init__.py")}
     return sorted(paths)
 
 

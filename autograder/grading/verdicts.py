@@ -19,16 +19,16 @@ from nbformat.notebooknode import NotebookNode
 from course_utils import gpu_compiler, recording
 from course_utils.build_requests import notebook_functions
 from course_utils.comparisons import CheckFailed
-from course_utils.reference import (
+from course_utils.notebook_cells import (
     cell_source,
     defined_names,
     is_test_cell,
     nbgrader_meta,
     solution_cells,
-    top_level_imports,
 )
 from course_utils.student_values import ID_VARIABLE, grading_student
 
+from ..solutions import top_level_imports
 from .models import Misconception
 
 # What test cells may use besides the notebook's imports: grading runs on the CPU, sealed.

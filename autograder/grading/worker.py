@@ -21,7 +21,7 @@ from typing import Any, Callable, Iterator
 
 import nbformat
 
-from course_utils.reference import (
+from course_utils.notebook_cells import (
     assignment_notebook,
     is_test_cell,
     nbgrader_meta,

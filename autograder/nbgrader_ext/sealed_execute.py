@@ -21,8 +21,8 @@ from nbformat.notebooknode import NotebookNode
 from nbgrader.preprocessors.base import NbGraderPreprocessor
 from traitlets import Bool, Integer, Unicode
 
+from course_utils.notebook_cells import is_test_cell, nbgrader_meta
 from course_utils.recording import ForgedRecord
-from course_utils.reference import is_test_cell, nbgrader_meta
 from course_utils.student_values import student_id_note, with_student_id
 
 from ..grading.redaction import Redactor

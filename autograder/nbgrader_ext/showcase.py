@@ -15,7 +15,7 @@ import nbformat
 from nbformat.notebooknode import NotebookNode
 from nbgrader.preprocessors import NbGraderPreprocessor
 
-from course_utils.reference import is_showcase
+from course_utils.notebook_cells import is_showcase
 
 WITHHELD_NOTE = (
     "*The solutions notebook has code here: {what}. It is not graded, and it is left out of this version "

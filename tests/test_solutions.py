@@ -1,4 +1,4 @@
-"""course_utils.reference: hidden tests load the solution code, and the solutions agree with PyTorch."""
+"""autograder.solutions: hidden tests load the solution code, and the solutions agree with PyTorch."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from course_utils import reference
+from autograder import solutions as reference
 from course_utils.checks import random_tensor
 
 NB01 = "01_soft_dictionary_lookup"
