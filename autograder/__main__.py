@@ -12,6 +12,8 @@ from .grading.intake import DEFAULT_STUDENT_PATTERN
 from .settings import CELL_TIMEOUT_S, MEMORY_LIMIT_BYTES
 
 if TYPE_CHECKING:
+    from course_utils.colab import CourseAddress
+
     from .grading.models import GradingResults
     from .grading.pipeline import GradeSettings
     from .grading.roster import Roster
@@ -25,39 +27,79 @@ def _require_instructor_tools() -> None:
 
 
 def _release(args: argparse.Namespace) -> int:
-    from .release import release, stale_notebooks
-
     if args.check:
-        problems = stale_notebooks()
-        for problem in problems:
-            print(problem)
-        if problems:
-            print("notebooks/ is stale: run `python -m autograder release` and commit the result.")
-            return 1
-        print("notebooks/ is in sync with solutions/.")
-        return 0
-    from course_utils.colab import AddressError, course_address, parse_address, write_address
+        return _release_check()
+    from course_utils.colab import COURSE_KEYS, HANDOUT_KEYS, course_address, handout_address
 
-    if args.repo_url:
+    from .release import release
+
+    for url, branch, keys, flags in (
+        (args.repo_url, args.branch, COURSE_KEYS, ("--repo-url", "--branch")),
+        (args.handout_url, args.handout_branch, HANDOUT_KEYS, ("--handout-url", "--handout-branch")),
+    ):
+        refused = _record_address(url, branch, keys, flags)
+        if refused:
+            return refused
+    names = release()
+    print(f"released {len(names)} notebook(s) into notebooks/: {', '.join(names)}")
+    _say_where(course_address(), "the course", "notebooks", "--repo-url")
+    if args.handout:
+        from .handout import write_handout
+
+        handout = write_handout(Path(args.handout))
+        print(
+            f"wrote the handout, the students' repository, into {handout.root}: {len(handout.notebooks)} notebooks, "
+            "the students' package course_utils, pyproject.toml, README.md, LICENSE"
+        )
+        _say_where(handout_address(), "the handout", "handout's notebooks", "--handout-url")
+    return 0
+
+
+def _record_address(url: str | None, branch: str | None, keys: tuple[str, str], flags: tuple[str, str]) -> int:
+    """Write an address given on the command line into course.toml; 2 when it cannot be used."""
+    from course_utils.colab import AddressError, parse_address, write_address
+
+    if branch and not url:
+        print(f"release: {flags[1]} goes with {flags[0]}", file=sys.stderr)
+        return 2
+    if url:
         try:
-            write_address(parse_address(args.repo_url, args.branch or "main"))
+            write_address(parse_address(url, branch or "main"), keys=keys)
         except AddressError as error:
             print(f"release: {error}", file=sys.stderr)
             return 2
-    elif args.branch:
-        print("release: --branch goes with --repo-url", file=sys.stderr)
-        return 2
-    address = course_address()
-    names = release()
-    print(f"released {len(names)} notebook(s) into notebooks/: {', '.join(names)}")
+    return 0
+
+
+def _say_where(address: "CourseAddress", whose: str, pages: str, flag: str) -> None:
     if address.is_set:
-        print(f"Colab badges and setup cells point at {address.repository} (branch {address.branch}).")
-    else:
-        print(
-            "warning: no course address is set, so the notebooks have no Colab badge and their setup cell cannot install "
-            "the course on Colab. Set it once: python -m autograder release --repo-url https://github.com/OWNER/REPO",
-            file=sys.stderr,
-        )
+        print(f"The {pages}' Colab badges and setup cells point at {address.repository} (branch {address.branch}).")
+        return
+    print(
+        f"warning: no address is set for {whose}, so the {pages} have no Colab badge and their setup cell cannot install "
+        f"the package on Colab. Set it once: python -m autograder release {flag} https://github.com/OWNER/REPO",
+        file=sys.stderr,
+    )
+
+
+def _release_check() -> int:
+    """notebooks/ in sync with solutions/, and a fresh handout, as written and as pip installs it, holding no answer."""
+    from .handout import handout_problems
+    from .release import stale_notebooks
+
+    problems = stale_notebooks()
+    for problem in problems:
+        print(problem)
+    if problems:
+        print("notebooks/ is stale: run `python -m autograder release` and commit the result.")
+    leaks = handout_problems()
+    for leak in leaks:
+        print(f"handout: {leak}")
+    if leaks:
+        print("The handout would give answers away: take them out of the students' package (course_utils) or the released notebooks.")
+    if problems or leaks:
+        return 1
+    print("notebooks/ is in sync with solutions/, and the handout (as written and as installed) holds no answer.")
     return 0
 
 
@@ -167,6 +209,16 @@ def _add_release(commands: argparse._SubParsersAction) -> None:
         "--repo-url", help="the course's GitHub address (https://github.com/OWNER/REPO), kept in course.toml for every later release"
     )
     release.add_argument("--branch", help="the branch Colab opens (with --repo-url; default main)")
+    release.add_argument(
+        "--handout",
+        metavar="DIR",
+        help="also write the students' repository into DIR: the released notebooks, the students' package, its pyproject, "
+        "a students' README and the licence (only those entries are replaced: a clone's .git stays)",
+    )
+    release.add_argument(
+        "--handout-url", help="the handout's GitHub address, kept in course.toml: the handout's Colab badges and setup cells use it"
+    )
+    release.add_argument("--handout-branch", help="the handout's branch (with --handout-url; default main)")
     release.set_defaults(run=_release)
 
 

@@ -46,8 +46,7 @@ def given_away(solutions_dir: Path, notebooks_dir: Path) -> list[GivenAway]:
     found = []
     for name in pages:
         for grade_id, region in _graded_regions(solutions_dir / name / f"{name}.ipynb"):
-            runs = {tuple(region[i : i + RUN]) for i in range(len(region) - RUN + 1)} - IDIOMS
-            runs = {run for run in runs if sum(map(len, run)) >= MIN_CHARS}
+            runs = runs_of(region)
             for page, cells in pages.items():
                 for cell_id, (cell_grade_id, lines) in cells.items():
                     if page == name and cell_grade_id == grade_id:
@@ -59,7 +58,14 @@ def given_away(solutions_dir: Path, notebooks_dir: Path) -> list[GivenAway]:
     return found
 
 
-def _normalised(source: str) -> list[str]:
+def runs_of(lines: list[str]) -> set[tuple[str, ...]]:
+    """The runs of ``RUN`` consecutive lines that would give ``lines`` away: long enough, and no idiom."""
+    runs = {tuple(lines[i : i + RUN]) for i in range(len(lines) - RUN + 1)} - IDIOMS
+    return {run for run in runs if sum(map(len, run)) >= MIN_CHARS}
+
+
+def normalised(source: str) -> list[str]:
+    """A text's code lines as compared: no comments, blank lines, indentation or runs of spaces."""
     lines = []
     for line in source.splitlines():
         code = line.strip()
@@ -83,7 +89,7 @@ def _graded_regions(path: Path) -> list[tuple[str, list[str]]]:
             if "### BEGIN SOLUTION" in line:
                 region = []
             elif "### END SOLUTION" in line and region is not None:
-                regions.append((nbgrader_meta(cell)["grade_id"], _normalised("\n".join(region))))
+                regions.append((nbgrader_meta(cell)["grade_id"], normalised("\n".join(region))))
                 region = None
             elif region is not None:
                 region.append(line)
@@ -94,7 +100,7 @@ def _code_cells(path: Path) -> dict[str, tuple[str | None, list[str]]]:
     """cell id -> (its grade id, if any; its normalised lines) for each code cell of a student notebook."""
     cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
     return {
-        str(cell.get("id", index)): (nbgrader_meta(cell).get("grade_id"), _normalised(cell_source(cell)))
+        str(cell.get("id", index)): (nbgrader_meta(cell).get("grade_id"), normalised(cell_source(cell)))
         for index, cell in enumerate(cells)
         if cell.get("cell_type") == "code"
     }

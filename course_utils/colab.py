@@ -67,39 +67,52 @@ def parse_address(url: str, branch: str = "main") -> CourseAddress:
     return CourseAddress(f"https://github.com/{match.group(1)}/{match.group(2)}", branch)
 
 
-def course_address(path: Path | None = None) -> CourseAddress:
-    """The address in ``course.toml``; unset where the file is missing (an installed copy) or empty."""
+# course.toml's top-level keys: the course's own address, and the handout's (the students' repository,
+# ``release --handout``), which an instructor publishes while keeping the course private.
+COURSE_KEYS = ("repository", "branch")
+HANDOUT_KEYS = ("handout_repository", "handout_branch")
+
+
+def course_address(path: Path | None = None, keys: tuple[str, str] = COURSE_KEYS) -> CourseAddress:
+    """The address in ``course.toml`` (the handout's with ``HANDOUT_KEYS``); unset where the file is missing or empty."""
     path = path or COURSE_FILE
     if not path.is_file():
         return CourseAddress()
     import tomllib  # Python 3.11+, as the instructor's tools are; notebooks (3.10 too) never read the file
 
     setting = tomllib.loads(path.read_text())
-    url, branch = str(setting.get("repository", "")), str(setting.get("branch", "main"))
+    url, branch = str(setting.get(keys[0], "")), str(setting.get(keys[1], "main"))
     return parse_address(url, branch) if url else CourseAddress(branch=branch)
+
+
+def handout_address(path: Path | None = None) -> CourseAddress:
+    """Where the students' repository lives: what the handout's badges and setup cells point at."""
+    return course_address(path, HANDOUT_KEYS)
 
 
 ADDRESS_HEADER = (
     "# The course's public address: every Colab badge, setup cell and the solutions site are written from it.\n"
     "# Set it with `python -m autograder release --repo-url https://github.com/OWNER/REPO [--branch BRANCH]`.\n"
+    "# The handout's (the students' repository): `release --handout DIR --handout-url https://github.com/OWNER/REPO`.\n"
 )
 
 
-def write_address(address: CourseAddress, path: Path | None = None) -> None:
+def write_address(address: CourseAddress, path: Path | None = None, keys: tuple[str, str] = COURSE_KEYS) -> None:
     """Record the address for every later ``release`` (the values were checked by ``parse_address``).
 
-    Only the two top-level keys change: the file's tables (due dates, the late policy) are kept as written.
+    Only its two top-level keys change: the other keys and the file's tables (due dates, the late policy) are kept.
     """
     path = path or COURSE_FILE
     lines = path.read_text(encoding="utf-8").splitlines(keepends=True) if path.is_file() else []
     first_table = next((i for i, line in enumerate(lines) if line.lstrip().startswith("[")), len(lines))
-    kept_top = [line for line in lines[:first_table] if not re.match(r"\s*(repository|branch)\s*=", line)]
+    mine = re.compile(rf"\s*({keys[0]}|{keys[1]})\s*=")
+    kept_top = [line for line in lines[:first_table] if not mine.match(line)]
     while kept_top and not kept_top[-1].strip():
         kept_top.pop()
     if not any(line.startswith("#") for line in kept_top):
         kept_top = [ADDRESS_HEADER, *kept_top]
-    keys = f"repository = {json.dumps(address.repository)}\nbranch = {json.dumps(address.branch)}\n"
-    path.write_text("".join([*kept_top, keys, *(["\n"] if first_table < len(lines) else []), *lines[first_table:]]), encoding="utf-8")
+    values = f"{keys[0]} = {json.dumps(address.repository)}\n{keys[1]} = {json.dumps(address.branch)}\n"
+    path.write_text("".join([*kept_top, values, *(["\n"] if first_table < len(lines) else []), *lines[first_table:]]), encoding="utf-8")
 
 
 def on_colab() -> bool:

@@ -1,14 +1,15 @@
 """A Colab-like runtime: a fresh virtual environment with only what Colab has, and a kernel in it.
 
-Colab gives torch, numpy, matplotlib and a Jupyter kernel, and nothing of this course. A notebook's
-setup cell must install the rest, here from a copy of the checkout (``COURSE_PACKAGE_SOURCE``)
-instead of the repository on GitHub. Every notebook, student and solution version, runs there.
+Colab gives torch, numpy, matplotlib and a Jupyter kernel, and nothing of this course. A student
+notebook's setup cell must install the rest, here from the handout folder ``release --handout``
+wrote (``COURSE_PACKAGE_SOURCE``) instead of the handout's repository on GitHub: the students'
+package alone, with no grader and no solution anywhere in the runtime. The solutions, for
+self-learners, run in a runtime of their own that has the course on its path.
 """
 
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 from dataclasses import dataclass, field
@@ -23,8 +24,6 @@ from course_utils.runtime import GRADING_ENV_VAR
 
 COLAB_PACKAGES = ["torch", "numpy", "matplotlib", "ipykernel"]
 KERNEL_NAME = "colab-like"
-# What pip needs to build the package: the copy holds these and nothing else of the repository.
-PACKAGE_FILES = ["pyproject.toml", "README.md", "course_utils", "autograder"]
 
 
 @dataclass
@@ -106,11 +105,13 @@ def link_installed(names: list[str], into: Path, *, leave_out: frozenset[str]) -
     return linked
 
 
-def make_runtime(root: Path) -> ColabRuntime:
-    """A fresh venv with Colab's packages (the course's CPU build of torch) and a kernel.
+def make_runtime(root: Path, package_source: Path, *, course_on_path: bool = False) -> ColabRuntime:
+    """A fresh venv with Colab's packages (the course's CPU build of torch) and a kernel; setup cells install from
+    ``package_source``. With ``course_on_path`` the checkout (course_utils and the grader's solution loader) and
+    Triton are importable already, so that the solution notebooks' setup cells find them.
 
     They are linked from this environment through a ``.pth`` file (pip leaves what lies outside the
-    venv alone). Triton is left out: notebook 07's setup cell must install it, as Colab's may.
+    venv alone). Triton is otherwise left out: notebook 07's setup cell must install it, as Colab's may.
     """
     subprocess.run([sys.executable, "-m", "venv", str(root)], check=True)
     python = str(root / "bin" / "python")
@@ -118,12 +119,12 @@ def make_runtime(root: Path) -> ColabRuntime:
         [python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"], check=True, capture_output=True, text=True
     )
     packages = root / "colab-packages"
-    link_installed(COLAB_PACKAGES, packages, leave_out=frozenset({"triton"}))
-    (Path(site.stdout.strip()) / "colab-packages.pth").write_text(f"{packages}\n")
+    link_installed(
+        COLAB_PACKAGES + (["triton"] if course_on_path else []),
+        packages,
+        leave_out=frozenset() if course_on_path else frozenset({"triton"}),
+    )
+    paths = [str(packages), *([str(REPO_ROOT)] if course_on_path else [])]
+    (Path(site.stdout.strip()) / "colab-packages.pth").write_text("\n".join(paths) + "\n")
     subprocess.run([python, "-m", "ipykernel", "install", "--prefix", str(root), "--name", KERNEL_NAME], check=True, capture_output=True)
-    source = root.parent / "course-package"
-    source.mkdir(parents=True, exist_ok=True)
-    for name in PACKAGE_FILES:
-        copy = shutil.copytree if (REPO_ROOT / name).is_dir() else shutil.copy2
-        copy(REPO_ROOT / name, source / name, **({"ignore": shutil.ignore_patterns("__pycache__")} if copy is shutil.copytree else {}))
-    return ColabRuntime(root, source)
+    return ColabRuntime(root, package_source)

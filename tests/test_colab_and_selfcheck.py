@@ -196,6 +196,8 @@ def test_colab_setup_installs_the_package_once_and_triton_only_for_notebook_07(c
     assert "installing the course package" in colab_runs.student["07_fused_attention"].text()
     assert colab_runs.runtime.has_module("triton") and colab_runs.runtime.has_module("course_utils")
     assert not colab_runs.runtime.has_module("nbgrader"), "the instructor tools stay off a student's runtime"
+    for course_only in ("autograder", "autograder.solutions"):
+        assert not colab_runs.runtime.has_module(course_only), "the handout installs the students' package alone: no grader"
 
 
 def test_on_colab_the_first_cell_tells_students_how_to_hand_in(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:

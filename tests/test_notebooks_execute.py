@@ -1,8 +1,9 @@
 """Every notebook runs top to bottom in a Colab-like runtime, as a student or a self-learner runs it.
 
-The runtime (tests/colab_like.py) holds only torch, numpy, matplotlib and a kernel; each notebook's
-setup cell installs the course package there. Solutions must run cleanly and quickly; student
-versions must run to the end, failing only where a function is still a stub.
+The students' runtime (tests/colab_like.py) holds only torch, numpy, matplotlib and a kernel; each handout
+notebook's setup cell installs the students' package there, from the handout. Handout notebooks must run to
+the end, failing only where a function is still a stub, and with the solution's answers in them their
+visible tests must pass there, with no grader and no solution installed. Solutions must run cleanly and quickly.
 """
 
 from __future__ import annotations
@@ -41,3 +42,10 @@ def test_student_notebook_runs_to_the_end_failing_only_at_stubs(colab_runs: Cola
     text = run.text()
     assert "torch 2.13.0" in text and "device: cpu" in text, "the first cell reports the device"
     assert f"Self-check of {assignment}: 0 of " in text and "not written yet" in text
+
+
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_answered_handout_notebook_passes_its_visible_tests_with_the_students_package_alone(colab_runs: ColabRuns, assignment: str) -> None:
+    run = colab_runs.answered[assignment]  # run with allow_errors=False: any error in any cell would have stopped the fixture
+    assert not run.outputs("error")
+    assert f"Self-check of {assignment}:" in run.text() and "All visible tests pass" in run.text(), run.text()[-800:]
