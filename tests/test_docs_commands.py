@@ -31,6 +31,7 @@ import pytest
 from local_server import jupyter_server
 
 from autograder.grading.models import AssignmentSpec
+from autograder.handout import OWNED
 from autograder.mistakes import MISTAKES
 from autograder.nbgrader_ext.feedback import REDACTED_NOTE
 from autograder.settings import REPO_ROOT, SOLUTIONS_DIR
@@ -102,7 +103,8 @@ def course() -> Iterator[Path]:
         shutil.copytree(REPO_ROOT / package, root / package, ignore=ignore)
     for folder in ("solutions", "notebooks"):
         shutil.copytree(REPO_ROOT / folder / ASSIGNMENT, root / folder / ASSIGNMENT, ignore=ignore)
-    shutil.copy(REPO_ROOT / "nbgrader_config.py", root)
+    for name in ("nbgrader_config.py", "pyproject.toml", "LICENSE"):  # the handout's package is built from the last two
+        shutil.copy(REPO_ROOT / name, root)
     (root / "course.toml").write_text('repository = ""\nbranch = "main"\n', encoding="utf-8")
     (root / ".venv").symlink_to(Path(sys.prefix))
     try:
@@ -167,6 +169,11 @@ def test_the_instructors_term_runs_as_written(course: Path) -> None:
         if "grade submitted" in block.code:  # a later example grades another class into the same OUT
             shutil.copytree(course / "graded", course / "graded-term")
     assert submitted, "the guide collects submissions somewhere"
+    # The handout the guide released: the students' package and notebooks, pointing at the handout's address.
+    handout = course / "handout"
+    assert sorted(p.name for p in handout.iterdir()) == sorted(OWNED)
+    badge = nbformat.read(handout / "notebooks" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb", as_version=4).cells[1].source
+    assert f"github/example-school/attention-handout/blob/main/notebooks/{ASSIGNMENT}/{ASSIGNMENT}.ipynb" in badge
     with (course / "graded" / "grades.csv").open() as handle:  # the zip the LMS exported, by "Grading a class"
         assert any(r["student_id"] == "erin" and r["kind"] == "graded" for r in csv.DictReader(handle))
 

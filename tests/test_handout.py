@@ -14,7 +14,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from autograder.handout import OWNED, installed_package, write_handout
+from autograder.handout import LOCAL_SETUP, OWNED, installed_package, write_handout
 from autograder.handout_leaks import answer_texts, handout_leaks
 from autograder.settings import NOTEBOOKS_DIR, REPO_ROOT, SOLUTIONS_DIR
 from course_utils.colab import BADGE_CELL_ID, SETUP_CELL_ID, CourseAddress, course_address, handout_address, write_address
@@ -69,6 +69,7 @@ def test_handout_notebooks_are_the_released_ones_pointing_at_the_handout(handout
         course = course_address()
         assert not course.is_set or course.repository not in badge + setup, "students are never sent to the course"
     readme = (handout / "README.md").read_text()
+    assert LOCAL_SETUP in readme and LOCAL_SETUP.split(" && ")[1] in (REPO_ROOT / "docs" / "students.md").read_text()
     assert "blob/term1/notebooks/01_soft_dictionary_lookup/01_soft_dictionary_lookup.ipynb" in readme
 
 
