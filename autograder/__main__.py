@@ -42,7 +42,7 @@ def _release(args: argparse.Namespace) -> int:
             return refused
     names = release()
     print(f"released {len(names)} notebook(s) into notebooks/: {', '.join(names)}")
-    _say_where(course_address(), "the course", "notebooks", "--repo-url")
+    _say_where(course_address(), "course", "notebooks", "--repo-url")
     if args.handout:
         from .handout import write_handout
 
@@ -51,7 +51,7 @@ def _release(args: argparse.Namespace) -> int:
             f"wrote the handout, the students' repository, into {handout.root}: {len(handout.notebooks)} notebooks, "
             "the students' package course_utils, pyproject.toml, README.md, LICENSE"
         )
-        _say_where(handout_address(), "the handout", "handout's notebooks", "--handout-url")
+        _say_where(handout_address(), "handout", "handout's notebooks", "--handout-url")
     return 0
 
 
@@ -76,7 +76,7 @@ def _say_where(address: "CourseAddress", whose: str, pages: str, flag: str) -> N
         print(f"The {pages}' Colab badges and setup cells point at {address.repository} (branch {address.branch}).")
         return
     print(
-        f"warning: no address is set for {whose}, so the {pages} have no Colab badge and their setup cell cannot install "
+        f"warning: no {whose} address is set, so the {pages} have no Colab badge and their setup cell cannot install "
         f"the package on Colab. Set it once: python -m autograder release {flag} https://github.com/OWNER/REPO",
         file=sys.stderr,
     )
