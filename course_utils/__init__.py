@@ -16,7 +16,10 @@ notebook to it):
   and setup cells import the few checks every test cell uses (``call``, ``check_close``), for them;
 - ``autograder.solutions``: ``load_solution``, in hidden tests only: the grader's, never in the students' package.
 
-Light by design (torch, numpy, matplotlib), so a Colab notebook can pip-install it. The names
+This is the students' package: ``release --handout`` copies it whole into the students' repository, and
+``release --check`` fails when anything in it, as pip installs it, would answer a graded item (what only the
+grader adds, the solution loader among it, lives in ``autograder``). Light by design (torch, numpy,
+matplotlib), so a Colab notebook can pip-install it. The names
 below load on first use: a part that needs no torch (the sealed runs' wire format, which the
 sandbox probe reads) imports without it.
 """

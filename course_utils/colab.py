@@ -6,6 +6,8 @@ then writes the first two cells of every notebook from it: a markdown cell with 
 Colab" badge (pointing at that notebook's own path, ``solutions/`` or ``notebooks/``) and a
 setup cell that installs this package when it is missing, as it is on a fresh Colab runtime.
 Without an address the badge is left out and the cells say how to open the notebook by hand.
+The handout, the students' own repository (``release --handout``), has an address of its own beside
+the course's, and its notebooks' cells are written from that one.
 """
 
 from __future__ import annotations
