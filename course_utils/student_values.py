@@ -62,7 +62,9 @@ class QuestionValues(Mapping[str, Any]):
     """One student's values for one question: read them as ``values.d_k`` or ``values["d_k"]``.
 
     A choice question also has ``options``: ``(letter, text)`` in this student's order, and
-    ``letter(key)`` names the letter an option got.
+    ``letter(key)`` names the letter an option got. The keys are neutral (``"o1"``, ``"o2"``, ... for options,
+    ``"m1"``, ... for maps, numbered in the example's order), so neither they nor this object say which option is
+    right or what a map shows: the solutions name them in their own regions (``letter_of``).
     """
 
     assignment: str
@@ -94,6 +96,11 @@ class QuestionValues(Mapping[str, Any]):
         """The letter this student's question gives the option ``key``."""
         return LETTERS[self.keys_in_order.index(key)]
 
+    def letter_of(self, name: str, names: Sequence[str]) -> str:
+        """The letter this student sees for the option (or map) called ``name`` in ``names``, which names the
+        options in the example's order: ``letter_of("b", "abcd")`` is this student's letter of the example's (b)."""
+        return LETTERS[self.arrange(list(names)).index(name)]
+
     def arrange(self, items: Sequence[T]) -> list[T]:
         """``items``, given in the example's order of the options (or maps), put in this student's order: what the
         page shows under letter A, B, ... without naming on the page which one is which."""
@@ -117,26 +124,37 @@ def _shuffled(rng: random.Random, items: tuple[Any, ...]) -> tuple[Any, ...]:
     return tuple(out)
 
 
-def _choice(options: dict[str, str], **extra: Any) -> _Question:
+def _neutral(prefix: str, count: int) -> tuple[str, ...]:
+    """Keys that number the options (or maps) in the example's order and say nothing of what they are."""
+    return tuple(f"{prefix}{i}" for i in range(1, count + 1))
+
+
+def _options(*texts: str) -> dict[str, str]:
+    return dict(zip(_neutral("o", len(texts)), texts))
+
+
+def _choice(*texts: str) -> _Question:
     """A question whose options are shuffled per student (the example keeps the order given here)."""
+    options = _options(*texts)
     keys = tuple(options)
-    return _Question({"order": keys, **extra}, lambda rng: {"order": _shuffled(rng, keys), **extra}, lambda v: "", options)
+    return _Question({"order": keys}, lambda rng: {"order": _shuffled(rng, keys)}, lambda v: "", options)
 
 
-def _maps(names: tuple[str, ...], count_word: str) -> _Question:
+def _maps(count: int, count_word: str) -> _Question:
     """A question about maps shown in a per-student order (``order[i]`` is the map under letter i)."""
+    keys = _neutral("m", count)
 
     def describe(v: Mapping[str, Any]) -> str:
-        return f"{count_word} maps, labelled {', '.join(LETTERS[: len(names)].upper())} in your order (drawn above)"
+        return f"{count_word} maps, labelled {', '.join(LETTERS[:count].upper())} in your order (drawn above)"
 
-    return _Question({"order": names}, lambda rng: {"order": _shuffled(rng, names)}, describe)
+    return _Question({"order": keys}, lambda rng: {"order": _shuffled(rng, keys)}, describe)
 
 
 # --- the questions of notebooks 01-06 --------------------------------------------------------------
 
 
 def _softmax_scores(rng: random.Random) -> dict[str, Any]:
-    # Three distinct whole numbers whose sum makes every weight k / sum a short decimal.
+    # Three distinct whole numbers with a sum of 8, 10, 16, 20 or 25: worked by hand, the weights are short decimals.
     triples = [
         (a, b, c)
         for a in range(1, 10)
@@ -167,25 +185,26 @@ def _future_weight(rng: random.Random) -> dict[str, Any]:
     return {"T": T, "query": rng.randint(0, T - 3)}  # at least two future keys: one key's weight is not the total
 
 
+# The (T, lengths) a left-padding question may get: those whose right answer differs from each typical wrong one,
+# so that a wrong answer says which idea was missing. The grader's formulas decide it; tests/test_student_values.py
+# checks this table against them (the answers themselves stay with the grader).
+_LEFT_PADDING_DRAWS = frozenset(
+    {
+        (4, (2, 1)), (4, (3, 1)),
+        (5, (2, 1)), (5, (3, 1)), (5, (3, 2)), (5, (4, 1)), (5, (4, 3)),
+        (6, (2, 1)), (6, (3, 1)), (6, (3, 2)), (6, (4, 1)), (6, (4, 2)), (6, (5, 1)), (6, (5, 3)), (6, (5, 4)),
+        (7, (2, 1)), (7, (3, 1)), (7, (4, 1)), (7, (4, 2)), (7, (4, 3)), (7, (5, 1)), (7, (5, 2)), (7, (5, 4)),
+        (7, (6, 1)), (7, (6, 3)), (7, (6, 4)), (7, (6, 5)),
+    }
+)  # fmt: skip
+
+
 def _left_padding(rng: random.Random) -> dict[str, Any]:
     while True:
         T = rng.randint(4, 7)
         longer = rng.randint(2, T - 1)
         lengths = (longer, rng.randint(1, longer - 1))
-        pairs, rows = sum(L * (L + 1) // 2 for L in lengths), sum(T - L for L in lengths)
-        # The right answer and the typical wrong ones must all differ, or a wrong answer could not say which idea
-        # was missing: right padding assumed, padding on the queries, no causal part, no padding, a pad query that
-        # sees itself, the two numbers swapped.
-        answers = {
-            (pairs, rows),
-            (sum(min(i + 1, L) for L in lengths for i in range(T)), 0),
-            (sum(i + 1 for L in lengths for i in range(T - L, T)), rows),
-            (sum(T * L for L in lengths), 0),
-            (len(lengths) * T * (T + 1) // 2, 0),
-            (pairs + rows, 0),
-            (rows, pairs),
-        }
-        if len(answers) == 7:
+        if (T, lengths) in _LEFT_PADDING_DRAWS:
             return {"lengths": lengths, "T": T}
 
 
@@ -207,12 +226,10 @@ QUESTIONS: dict[tuple[str, str], _Question] = {
         lambda v: "scores $s = (" + ", ".join(f"\\ln {k}" for k in v["ks"]) + ")$",
     ),
     ("01_soft_dictionary_lookup", "cold_lookup_tie"): _choice(
-        {
-            "first_tied": "the value of cat, $(0.2, 0.8, 0.1)$: the first key with the largest score, as `argmax` picks it;",
-            "tied_average": "the average of the cat and dog values, $(0.25, 0.75, 0.15)$;",
-            "all_average": "the average of all three values, $(0.2, 0.533, 0.4)$;",
-            "fails": "nothing: as $T \\to 0$ the lookup fails like `hard_lookup`, since no key equals the query.",
-        }
+        "the value of cat, $(0.2, 0.8, 0.1)$: the first key with the largest score, as `argmax` picks it;",
+        "the average of the cat and dog values, $(0.25, 0.75, 0.15)$;",
+        "the average of all three values, $(0.2, 0.533, 0.4)$;",
+        "nothing: as $T \\to 0$ the lookup fails like `hard_lookup`, since no key equals the query.",
     ),
     ("01_soft_dictionary_lookup", "masked_entropy"): _Question(
         {"n": 8, "masked": 5},
@@ -220,47 +237,39 @@ QUESTIONS: dict[tuple[str, str], _Question] = {
         lambda v: f"$n = {v['n']}$ keys, of which {v['masked']} are masked",
     ),
     ("02_dot_product_attention", "bandwidth_limit"): _choice(
-        {
-            "mean": "the average of all training targets, the same number for every $x$;",
-            "nearest": "the target $y_i$ of the training input nearest to $x$: the curve becomes a staircase that copies the noise;",
-            "true": "the true value $f(x)$;",
-            "zero": "zero, because every weight goes to zero.",
-        }
+        "the average of all training targets, the same number for every $x$;",
+        "the target $y_i$ of the training input nearest to $x$: the curve becomes a staircase that copies the noise;",
+        "the true value $f(x)$;",
+        "zero, because every weight goes to zero.",
     ),
     ("02_dot_product_attention", "additive_without_tanh"): _choice(
-        {
-            "unchanged": "nothing changes: the tanh only keeps the scores bounded;",
-            "same_rows": "every query gets the same weights: the query's share of the score is the same for every key, "
-            "and the softmax over the keys removes it;",
-            "uniform": "the weights become uniform, $1/T_k$ for every key;",
-            "symmetric": "the scores become symmetric, so query $i$ weighs key $j$ as much as query $j$ weighs key $i$.",
-        }
+        "nothing changes: the tanh only keeps the scores bounded;",
+        "every query gets the same weights: the query's share of the score is the same for every key, "
+        "and the softmax over the keys removes it;",
+        "the weights become uniform, $1/T_k$ for every key;",
+        "the scores become symmetric, so query $i$ weighs key $j$ as much as query $j$ weighs key $i$.",
     ),
-    ("02_dot_product_attention", "shared_embedding_map"): _maps(("sink", "own", "shared", "same_query", "previous"), "five"),
+    ("02_dot_product_attention", "shared_embedding_map"): _maps(5, "five"),
     ("03_scaled_dot_product_attention", "score_variance"): _Question(
         {"d_k": 64},
         lambda rng: {"d_k": rng.choice((16, 32, 128, 256, 512, 1024))},
         lambda v: f"$d_k = {v['d_k']}$",
     ),
     ("03_scaled_dot_product_attention", "saturated_jacobian"): _choice(
-        {
-            "falls_slowly": "it falls from its value at $x = 0$ towards 0, roughly like $1/x$;",
-            "falls_fast": "it falls from its value at $x = 0$ towards 0, exponentially fast in $x$;",
-            "peaks_fast": "it first grows, peaks, then falls towards 0, exponentially fast in $x$;",
-            "peaks_slowly": "it first grows, peaks, then falls towards 0, roughly like $1/x$.",
-        }
+        "it falls from its value at $x = 0$ towards 0, roughly like $1/x$;",
+        "it falls from its value at $x = 0$ towards 0, exponentially fast in $x$;",
+        "it first grows, peaks, then falls towards 0, exponentially fast in $x$;",
+        "it first grows, peaks, then falls towards 0, roughly like $1/x$.",
     ),
-    ("03_scaled_dot_product_attention", "unscaled_map"): _maps(("1/sqrt(d_k)", "none", "1/d_k"), "three"),
+    ("03_scaled_dot_product_attention", "unscaled_map"): _maps(3, "three"),
     ("04_masking", "bottom_right_true_count"): _Question(
         {"T_q": 3, "T_k": 5}, _bottom_right, lambda v: f"$T_q = {v['T_q']}$ queries and $T_k = {v['T_k']}$ keys"
     ),
     ("04_masking", "key_padding_mask_unconverted"): _choice(
-        {
-            "real_only": "only the real tokens, as intended",
-            "padding_only": "only the padding positions",
-            "everything": "every position, real and padding, as if there were no mask",
-            "error": "none: PyTorch raises an error about the mask's convention",
-        }
+        "only the real tokens, as intended",
+        "only the padding positions",
+        "every position, real and padding, as if there were no mask",
+        "none: PyTorch raises an error about the mask's convention",
     ),
     ("04_masking", "float_mask_future_weight"): _Question(
         {"T": 4, "query": 0},
@@ -276,15 +285,13 @@ QUESTIONS: dict[tuple[str, str], _Question] = {
         lambda v: f"two sequences of lengths {v['lengths'][0]} and {v['lengths'][1]}, left-padded to $T = {v['T']}$",
     ),
     ("05_multi_head_attention", "attention_bug"): _choice(
-        {
-            "projection": "the line marked `[projection]`: the projection and its split into `q`, `k`, `v`;",
-            "split": "the line marked `[split]`: the split into heads;",
-            "softmax": "the line marked `[softmax]`: the softmax;",
-            "merge": "the line marked `[merge]`: the merge of the heads.",
-        }
+        "the line marked `[projection]`: the projection and its split into `q`, `k`, `v`;",
+        "the line marked `[split]`: the split into heads;",
+        "the line marked `[softmax]`: the softmax;",
+        "the line marked `[merge]`: the merge of the heads.",
     ),
     ("05_multi_head_attention", "lookback_distance"): _Question(
-        # never 4 (the plot's period) nor 3 (its distance, which "the distance is the period" would then give too)
+        # never 4 nor 3: the numbers the notebook's own plot shows
         {"P": 6},
         lambda rng: {"P": rng.choice((5, 7, 8, 9, 10, 12))},
         lambda v: f"period $P = {v['P']}$",
@@ -298,14 +305,14 @@ QUESTIONS: dict[tuple[str, str], _Question] = {
         ),
     ),
     ("06_complexity", "tiled_kernel_bound"): _Question(
-        {"B_q": 128, "order": ("compute", "memory", "grows")},
-        lambda rng: {"B_q": rng.choice((64, 128, 256)), "order": _shuffled(rng, ("compute", "memory", "grows"))},
+        {"B_q": 128, "order": _neutral("o", 3)},
+        lambda rng: {"B_q": rng.choice((64, 128, 256)), "order": _shuffled(rng, _neutral("o", 3))},
         lambda v: f"query blocks of $B_q = {v['B_q']}$ rows",
-        {
-            "compute": "compute-bound: its intensity is above the ridge point;",
-            "memory": "memory-bound: its intensity is below the ridge point;",
-            "grows": "memory-bound for short sequences and compute-bound for long ones, because its intensity grows with $T$.",
-        },
+        _options(
+            "compute-bound: its intensity is above the ridge point;",
+            "memory-bound: its intensity is below the ridge point;",
+            "memory-bound for short sequences and compute-bound for long ones, because its intensity grows with $T$.",
+        ),
     ),
 }
 

@@ -86,7 +86,8 @@ def test_the_blocks_are_found_and_every_skip_says_why() -> None:
     assert all(".venv/bin/" in b.code or "course.toml" in b.code or "graded/" in b.code for b in run)
     skipped = [b for b in blocks if b.skipped]
     assert all(len(b.skipped) > 20 for b in skipped), "a skipped block says what keeps it from running here"
-    assert len(skipped) <= 1, "only a block that starts servers may be skipped"
+    # Only what a test cannot do: start servers (Dask over TLS), push to GitHub, download a new venv's PyTorch.
+    assert len(skipped) <= 3, [(b.guide, b.line, b.skipped) for b in skipped]
 
 
 # Outside the checkout (another test checks that grading writes nothing into it) and outside /tmp (the sandbox

@@ -43,10 +43,10 @@ from course_utils.interpreter import python_executable
 from course_utils.notebook_cells import is_test_cell, nbgrader_meta
 from course_utils.sealed_protocol import CELL, DONE, END, HEADER, RECORD, RUN, CellFrame, EndFrame, InvalidFrame
 
-from .. import solutions
 from .process_limit import ProcessLimit, process_limit
 
 RUNNER = Path(__file__).with_name("sealed_run.py")
+SOLUTION_LOADER = Path(__file__).resolve().parent.parent / "solutions.py"  # autograder.solutions, which withholds when sealed
 
 SCRATCH_BYTES = 512 * 2**20  # the private /tmp
 MAX_FILE_BYTES = 256 * 2**20
@@ -95,7 +95,7 @@ def _python_paths() -> list[Path]:
     (``autograder.solutions``), and no other grader file, the mistakes catalogue included, is there to read.
     """
     paths = {Path(sys.base_prefix).resolve(), Path(sys.prefix).resolve(), Path(course_utils.__file__).resolve().parent}
-    paths |= {Path(solutions.__file__).resolve(), Path(solutions.__file__).resolve().with_name("__init__.py")}
+    paths |= {SOLUTION_LOADER, SOLUTION_LOADER.with_name("__init__.py")}
     return sorted(paths)
 
 
