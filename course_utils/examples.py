@@ -20,9 +20,9 @@ def cat_dog_mat_table() -> tuple[torch.Tensor, torch.Tensor]:
 
 
 def maps_of_five_mechanisms() -> list[torch.Tensor]:
-    """Notebook 02's maps to read: five [6, 6] attention maps over six tokens, one per mechanism, in the order
-    of the question's options (sink, own, shared, same query, previous). The notebook shows them in the
-    student's order (``QuestionValues.arrange``), so its page never says which mechanism a map comes from.
+    """Notebook 02's maps to read: five [6, 6] attention maps over six tokens, one per mechanism, as the example
+    shows them (A to E). The notebook shows them in the student's order (``QuestionValues.arrange``), so its
+    page never says which mechanism a map comes from.
     """
     generator = torch.Generator().manual_seed(2)
     vectors = 0.45 * torch.randn(7, 16, generator=generator)
@@ -41,7 +41,7 @@ def maps_of_five_mechanisms() -> list[torch.Tensor]:
 
 def maps_at_three_scales(d_k: int = 64) -> tuple[torch.Tensor, torch.Tensor, list[torch.Tensor]]:
     """Notebook 03's maps to read: the same 6 queries and 8 keys (unit-variance entries) under softmax(Q K^T * s)
-    for s = 1/sqrt(d_k), 1 (no scale) and 1/d_k, in the order of the question's options.
+    for three scales s, as the example shows them (A to C).
 
     Returns:
         (Q [6, d_k], K [8, d_k], the three [6, 8] maps).

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import hashlib
 import math
 import random
+import re
 import string
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import nbformat
@@ -20,7 +23,9 @@ from autograder.submissions import solved, write_submission
 from course_utils.comparisons import CheckFailed
 from course_utils.questions import check_answer
 from course_utils.student_values import (
+    _LEFT_PADDING_DRAWS,
     EXAMPLE_ID,
+    LETTERS,
     QUESTIONS,
     check_student_id,
     grading_student,
@@ -61,23 +66,14 @@ GRADED_AS: dict[str, dict[str, Any]] = {
     "lookback_distance": {"kind": "integer"},
     "gqa_cache_bytes": {"kind": "number", "rtol": 0.01},
 }
-RIGHT_OPTION = {  # a choice question's right option, by key
-    "cold_lookup_tie": "tied_average",
-    "bandwidth_limit": "nearest",
-    "additive_without_tanh": "same_rows",
-    "shared_embedding_map": "shared",
-    "saturated_jacobian": "peaks_fast",
-    "unscaled_map": "none",
-    "key_padding_mask_unconverted": "padding_only",
-    "attention_bug": "softmax",
-    "tiled_kernel_bound": "memory",
-}
+CHOICES = {"cold_lookup_tie", "bandwidth_limit", "additive_without_tanh", "shared_embedding_map", "saturated_jacobian"}
+CHOICES |= {"unscaled_map", "key_padding_mask_unconverted", "attention_bug", "tiled_kernel_bound"}
 
 
 def _right(question: str, v: Any) -> Any:
     """The right answer, worked out here from the values (not by the solution's code)."""
-    if question in RIGHT_OPTION:
-        return v.letter(RIGHT_OPTION[question])
+    if question in CHOICES:  # the option that is right in the example, under this student's letter
+        return v.letter_of(EXAMPLE_ANSWERS[(v.assignment, question)], LETTERS[: len(v.order)])
     if question == "softmax_worked":
         return [k / sum(v.ks) for k in v.ks]
     if question == "masked_entropy":
@@ -101,8 +97,8 @@ def _right(question: str, v: Any) -> Any:
 
 def _typical_wrong(question: str, v: Any) -> list[Any]:
     """The typical wrong answers and those the hints warn of, for these values."""
-    if question in RIGHT_OPTION:
-        return [v.letter(key) for key in v["order"] if key != RIGHT_OPTION[question]]
+    if question in CHOICES:
+        return [letter for letter in LETTERS[: len(v.order)] if letter != _right(question, v)]
     if question == "softmax_worked":
         ks = v.ks
         return [
@@ -195,6 +191,80 @@ def test_two_students_differ_and_each_ones_answer_fails_the_other() -> None:
             differing += 1
             assert not _passes(ben, cleo, question)
     assert differing >= 12, f"only {differing} of 17 questions differ between two students"
+
+
+# Captured from the code before the option keys became neutral (commit 64175ef), never from the code under test:
+# each student keeps the values drawn for them then, an order as the example positions of what letters a, b, ... show.
+ORIGINAL_DRAWS: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {  # question: (jsmith's, cleo's)
+    "cold_lookup_tie": ({"order": (1, 0, 2, 3)}, {"order": (1, 3, 2, 0)}),
+    "masked_entropy": ({"masked": 6, "n": 9}, {"masked": 5, "n": 11}),
+    "softmax_worked": ({"ks": (9, 7, 4)}, {"ks": (2, 5, 3)}),
+    "additive_without_tanh": ({"order": (1, 0, 2, 3)}, {"order": (2, 0, 3, 1)}),
+    "bandwidth_limit": ({"order": (3, 2, 1, 0)}, {"order": (0, 3, 1, 2)}),
+    "shared_embedding_map": ({"order": (3, 2, 1, 4, 0)}, {"order": (3, 2, 1, 0, 4)}),
+    "saturated_jacobian": ({"order": (2, 1, 0, 3)}, {"order": (0, 3, 1, 2)}),
+    "score_variance": ({"d_k": 16}, {"d_k": 1024}),
+    "unscaled_map": ({"order": (1, 0, 2)}, {"order": (1, 0, 2)}),
+    "bottom_right_true_count": ({"T_k": 4, "T_q": 3}, {"T_k": 5, "T_q": 3}),
+    "float_mask_future_weight": ({"T": 6, "query": 1}, {"T": 6, "query": 0}),
+    "key_padding_mask_unconverted": ({"order": (3, 2, 1, 0)}, {"order": (1, 2, 0, 3)}),
+    "left_padding_causal_counts": ({"T": 5, "lengths": (2, 1)}, {"T": 6, "lengths": (3, 2)}),
+    "attention_bug": ({"order": (3, 1, 2, 0)}, {"order": (3, 0, 1, 2)}),
+    "gqa_cache_bytes": (
+        {"H_kv": 8, "H_q": 64, "T": 2048, "d": 64, "layers": 80},
+        {"H_kv": 4, "H_q": 16, "T": 8192, "d": 128, "layers": 60},
+    ),
+    "lookback_distance": ({"P": 10}, {"P": 9}),
+    "tiled_kernel_bound": ({"B_q": 128, "order": (1, 2, 0)}, {"B_q": 64, "order": (2, 1, 0)}),
+}
+# (T, longer, shorter) of the left-padding question for _ids(60, seed=11): the draw whose rejection loop changed.
+ORIGINAL_LEFT_PADDING = (
+    "631 653 741 421 421 521 752 731 765 743 521 532 751 421 532 742 521 751 521 721 721 621 421 641 751 621 631 431 743 421 "
+    "651 531 532 632 431 632 431 431 421 543 742 641 431 521 743 743 632 721 521 721 651 731 541 721 651 431 543 521 731 431"
+)
+ORIGINAL_DIGEST = "04356ff45e84372b53592fd4c4fad4ffaaeb739cd771a87685205ee0e0a7198d"  # every question, _ids(1000, seed=7)
+
+
+def _drawn(assignment: str, question: str, student: str) -> dict[str, Any]:
+    """A student's values with an order written as example positions, as they were captured."""
+    values = question_values(assignment, question, student)
+    example = tuple(question_values(assignment, question, "")["order"]) if "order" in values else ()
+    return {k: tuple(example.index(x) for x in v) if k == "order" else v for k, v in sorted(values.items())}
+
+
+def test_every_student_keeps_the_values_drawn_before_the_keys_became_neutral() -> None:
+    for assignment, question in QUESTIONS:
+        assert (_drawn(assignment, question, "jsmith"), _drawn(assignment, question, "cleo")) == ORIGINAL_DRAWS[question], question
+    padding = (question_values("04_masking", "left_padding_causal_counts", s) for s in _ids(60, seed=11))
+    assert " ".join(f"{v.T}{v.lengths[0]}{v.lengths[1]}" for v in padding) == ORIGINAL_LEFT_PADDING
+    digest = hashlib.sha256()
+    for assignment, question in sorted(QUESTIONS):
+        for student in _ids(1000, seed=7):
+            digest.update(repr((assignment, question, student, _drawn(assignment, question, student))).encode())
+    assert digest.hexdigest() == ORIGINAL_DIGEST
+
+
+def test_the_left_padding_draws_are_those_the_answers_tell_apart() -> None:
+    # The package keeps a table, not the answers: it must be what the right and typical wrong answers decide.
+    question = "left_padding_causal_counts"
+    admitted = set()
+    for T in range(4, 8):  # the draw's ranges: T, then the longer length, then the shorter
+        for longer in range(2, T):
+            for shorter in range(1, longer):
+                values = SimpleNamespace(T=T, lengths=(longer, shorter))
+                answers = [_right(question, values), *_typical_wrong(question, values)]
+                if len({tuple(a) for a in answers}) == len(answers):
+                    admitted.add((T, (longer, shorter)))
+    assert admitted == _LEFT_PADDING_DRAWS, sorted(admitted)
+
+
+def test_nothing_a_student_can_print_names_an_option() -> None:
+    # The keys only number the options (or maps) in the example's order: what an option says is its text alone.
+    for assignment, question in QUESTIONS:
+        values = question_values(assignment, question, "jsmith")
+        strings = [x for v in dict(values).values() for x in (v if isinstance(v, tuple) else (v,)) if isinstance(x, str)]
+        assert all(re.fullmatch(r"[om][1-9]", x) for x in strings), (question, strings)
+        assert values.keys_in_order == tuple(values.get("order", ())), question
 
 
 @pytest.mark.parametrize(("assignment", "question"), sorted(QUESTIONS), ids=[q for _, q in sorted(QUESTIONS)])

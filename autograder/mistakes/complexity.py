@@ -9,6 +9,7 @@ CHUNK_LOOP = "for start in range(0, T_q, chunk_size):"
 CAUSAL_ROWS = "torch.arange(start, stop, device=Q.device)[:, None]"
 FIT = "np.polyfit(np.log(x), np.log(y), deg=1)"
 BOUND = "answer_tiled_kernel_bound"
+BOUND_LETTER = 'kernel.letter_of("memory" if cap < ridge else "compute", options)'  # the student's letter of the bound
 
 
 MISTAKES = [
@@ -124,13 +125,8 @@ MISTAKES = [
         BOUND,
         edits=(
             (
-                (
-                    '    kernel = question_values("06_complexity", "tiled_kernel_bound")\n'
-                    "    cap = 2 * kernel.B_q / 2  # 2 B_q / b FLOP/byte, whatever T is\n"
-                    "    ridge = 989e12 / 3.35e12  # H100 SXM spec sheet: dense bf16 FLOP/s over HBM3 bytes/s\n"
-                    '    return kernel.letter("memory" if cap < ridge else "compute")\n'
-                ),
-                '    return question_values("06_complexity", "tiled_kernel_bound").letter("compute")\n',
+                BOUND_LETTER,
+                'kernel.letter_of("compute", options)',
             ),
         ),
         loses=("test_tiled_kernel_bound_answer",),
@@ -140,13 +136,8 @@ MISTAKES = [
         BOUND,
         edits=(
             (
-                (
-                    '    kernel = question_values("06_complexity", "tiled_kernel_bound")\n'
-                    "    cap = 2 * kernel.B_q / 2  # 2 B_q / b FLOP/byte, whatever T is\n"
-                    "    ridge = 989e12 / 3.35e12  # H100 SXM spec sheet: dense bf16 FLOP/s over HBM3 bytes/s\n"
-                    '    return kernel.letter("memory" if cap < ridge else "compute")\n'
-                ),
-                '    return question_values("06_complexity", "tiled_kernel_bound").letter("grows")\n',
+                BOUND_LETTER,
+                'kernel.letter_of("grows", options)',
             ),
         ),
         loses=("test_tiled_kernel_bound_answer",),
@@ -220,13 +211,8 @@ def fit_scaling_exponent(sizes, costs):
         BOUND,
         edits=(
             (
-                (
-                    '    kernel = question_values("06_complexity", "tiled_kernel_bound")\n'
-                    "    cap = 2 * kernel.B_q / 2  # 2 B_q / b FLOP/byte, whatever T is\n"
-                    "    ridge = 989e12 / 3.35e12  # H100 SXM spec sheet: dense bf16 FLOP/s over HBM3 bytes/s\n"
-                    '    return kernel.letter("memory" if cap < ridge else "compute")\n'
-                ),
-                '    return " " + question_values("06_complexity", "tiled_kernel_bound").letter("memory").upper() + " "\n',
+                BOUND_LETTER,
+                '" " + kernel.letter_of("memory", options).upper() + " "',
             ),
         ),
     ),

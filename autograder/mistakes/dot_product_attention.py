@@ -9,8 +9,8 @@ WEIGHTS = "weights = torch.softmax(dot_product_scores(Q, K), dim=-1)"
 BANDWIDTH = "answer_bandwidth_limit"
 NO_TANH = "answer_additive_without_tanh"
 SHARED_MAP = "answer_shared_embedding_map"
-BANDWIDTH_RIGHT = '.letter("nearest")'  # the student's letter of the right option, in the solution
-NO_TANH_RIGHT = '.letter("same_rows")'
+BANDWIDTH_RIGHT = '.letter_of("nearest", options)'  # the student's letter of the right option, in the solution
+NO_TANH_RIGHT = '.letter_of("same_rows", options)'
 
 
 MISTAKES = [
@@ -82,25 +82,25 @@ MISTAKES = [
     Variant(
         "bandwidth limit: w -> infinity taken for w -> 0 (the mean of all targets)",
         BANDWIDTH,
-        edits=((BANDWIDTH_RIGHT, '.letter("mean")'),),
+        edits=((BANDWIDTH_RIGHT, '.letter_of("mean", options)'),),
         loses=("test_answer_bandwidth_limit",),
     ),
     Variant(
         "bandwidth limit: a sharp kernel believed to recover the true f",
         BANDWIDTH,
-        edits=((BANDWIDTH_RIGHT, '.letter("true")'),),
+        edits=((BANDWIDTH_RIGHT, '.letter_of("true", options)'),),
         loses=("test_answer_bandwidth_limit",),
     ),
     Variant(
         "additive without tanh: believed to change nothing",
         NO_TANH,
-        edits=((NO_TANH_RIGHT, '.letter("unchanged")'),),
+        edits=((NO_TANH_RIGHT, '.letter_of("unchanged", options)'),),
         loses=("test_answer_additive_without_tanh",),
     ),
     Variant(
         "additive without tanh: believed to make the scores symmetric",
         NO_TANH,
-        edits=((NO_TANH_RIGHT, '.letter("symmetric")'),),
+        edits=((NO_TANH_RIGHT, '.letter_of("symmetric", options)'),),
         loses=("test_answer_additive_without_tanh",),
     ),
     Variant(
@@ -108,8 +108,8 @@ MISTAKES = [
         SHARED_MAP,
         edits=(
             (
-                '    return question_values("02_dot_product_attention", "shared_embedding_map").letter("shared")\n',
-                '    return question_values("02_dot_product_attention", "shared_embedding_map").letter("same_query")\n',
+                '    return question_values("02_dot_product_attention", "shared_embedding_map").letter_of("shared", maps)\n',
+                '    return question_values("02_dot_product_attention", "shared_embedding_map").letter_of("same_query", maps)\n',
             ),
         ),
         loses=("test_answer_shared_embedding_map",),
@@ -119,8 +119,8 @@ MISTAKES = [
         SHARED_MAP,
         edits=(
             (
-                '    return question_values("02_dot_product_attention", "shared_embedding_map").letter("shared")\n',
-                '    return question_values("02_dot_product_attention", "shared_embedding_map").letter("own")\n',
+                '    return question_values("02_dot_product_attention", "shared_embedding_map").letter_of("shared", maps)\n',
+                '    return question_values("02_dot_product_attention", "shared_embedding_map").letter_of("own", maps)\n',
             ),
         ),
         loses=("test_answer_shared_embedding_map",),
@@ -130,8 +130,8 @@ MISTAKES = [
         SHARED_MAP,
         edits=(
             (
-                '    return question_values("02_dot_product_attention", "shared_embedding_map").letter("shared")\n',
-                '    return question_values("02_dot_product_attention", "shared_embedding_map").letter("sink")\n',
+                '    return question_values("02_dot_product_attention", "shared_embedding_map").letter_of("shared", maps)\n',
+                '    return question_values("02_dot_product_attention", "shared_embedding_map").letter_of("sink", maps)\n',
             ),
         ),
         loses=("test_answer_shared_embedding_map",),
@@ -194,8 +194,8 @@ def dot_product_attention(Q, K, V):
         BANDWIDTH,
         edits=(
             (
-                '    return question_values("02_dot_product_attention", "bandwidth_limit").letter("nearest")\n',
-                '    return " " + question_values("02_dot_product_attention", "bandwidth_limit").letter("nearest").upper() + " "\n',
+                '    return question_values("02_dot_product_attention", "bandwidth_limit").letter_of("nearest", options)\n',
+                '    return " " + question_values("02_dot_product_attention", "bandwidth_limit").letter_of("nearest", options).upper() + " "\n',
             ),
         ),
     ),
@@ -204,8 +204,8 @@ def dot_product_attention(Q, K, V):
         NO_TANH,
         edits=(
             (
-                '    return question_values("02_dot_product_attention", "additive_without_tanh").letter("same_rows")\n',
-                '    return question_values("02_dot_product_attention", "additive_without_tanh").letter("same_rows").upper()\n',
+                '    return question_values("02_dot_product_attention", "additive_without_tanh").letter_of("same_rows", options)\n',
+                '    return question_values("02_dot_product_attention", "additive_without_tanh").letter_of("same_rows", options).upper()\n',
             ),
         ),
     ),
@@ -214,8 +214,8 @@ def dot_product_attention(Q, K, V):
         SHARED_MAP,
         edits=(
             (
-                '    return question_values("02_dot_product_attention", "shared_embedding_map").letter("shared")\n',
-                '    return question_values("02_dot_product_attention", "shared_embedding_map").letter("shared").upper()\n',
+                '    return question_values("02_dot_product_attention", "shared_embedding_map").letter_of("shared", maps)\n',
+                '    return question_values("02_dot_product_attention", "shared_embedding_map").letter_of("shared", maps).upper()\n',
             ),
         ),
     ),

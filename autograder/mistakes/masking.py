@@ -15,7 +15,7 @@ PACKED_TESTS = ("test_packed_sequence_mask", "test_packed_sequence_mask_causal")
 LEFT = "return [pairs, rows]"  # answer_left_padding_causal_counts, for the student's lengths and T
 COUNT = "return T_q * (T_k - T_q) + T_q * (T_q + 1) // 2"  # answer_bottom_right_true_count, for the student's T_q, T_k
 LEAK = "return future / (allowed * math.e + future)"  # answer_float_mask_future_weight
-KPM = 'question_values("04_masking", "key_padding_mask_unconverted").letter("padding_only")'
+KPM = 'question_values("04_masking", "key_padding_mask_unconverted").letter_of("padding_only", options)'
 LEFT_TEST = ("test_answer_left_padding_causal_counts",)
 
 # The start of two float64 rewrites (a mistake and a correct variant): the mask as a float bias.

@@ -121,8 +121,8 @@ MISTAKES = [
         BUG,
         edits=(
             (
-                '    return question_values("05_multi_head_attention", "attention_bug").letter("softmax")\n',
-                '    return question_values("05_multi_head_attention", "attention_bug").letter("projection")\n',
+                '    return question_values("05_multi_head_attention", "attention_bug").letter_of("softmax", options)\n',
+                '    return question_values("05_multi_head_attention", "attention_bug").letter_of("projection", options)\n',
             ),
         ),
         loses=("test_attention_bug_answer",),
@@ -132,8 +132,8 @@ MISTAKES = [
         BUG,
         edits=(
             (
-                '    return question_values("05_multi_head_attention", "attention_bug").letter("softmax")\n',
-                '    return question_values("05_multi_head_attention", "attention_bug").letter("split")\n',
+                '    return question_values("05_multi_head_attention", "attention_bug").letter_of("softmax", options)\n',
+                '    return question_values("05_multi_head_attention", "attention_bug").letter_of("split", options)\n',
             ),
         ),
         loses=("test_attention_bug_answer",),
@@ -143,8 +143,8 @@ MISTAKES = [
         BUG,
         edits=(
             (
-                '    return question_values("05_multi_head_attention", "attention_bug").letter("softmax")\n',
-                '    return question_values("05_multi_head_attention", "attention_bug").letter("merge")\n',
+                '    return question_values("05_multi_head_attention", "attention_bug").letter_of("softmax", options)\n',
+                '    return question_values("05_multi_head_attention", "attention_bug").letter_of("merge", options)\n',
             ),
         ),
         loses=("test_attention_bug_answer",),
@@ -238,8 +238,8 @@ def grouped_query_attention(Q, K, V, attn_mask=None, is_causal=False, scale=None
         BUG,
         edits=(
             (
-                '    return question_values("05_multi_head_attention", "attention_bug").letter("softmax")\n',
-                '    return " " + question_values("05_multi_head_attention", "attention_bug").letter("softmax").upper() + " "\n',
+                '    return question_values("05_multi_head_attention", "attention_bug").letter_of("softmax", options)\n',
+                '    return " " + question_values("05_multi_head_attention", "attention_bug").letter_of("softmax", options).upper() + " "\n',
             ),
         ),
     ),

@@ -265,8 +265,8 @@ MISTAKES = [
         "answer_saturated_jacobian",
         edits=(
             (
-                '    return question_values("03_scaled_dot_product_attention", "saturated_jacobian").letter("peaks_fast")\n',
-                '    return question_values("03_scaled_dot_product_attention", "saturated_jacobian").letter("falls_fast")\n',
+                '    return question_values("03_scaled_dot_product_attention", "saturated_jacobian").letter_of("peaks_fast", options)\n',
+                '    return question_values("03_scaled_dot_product_attention", "saturated_jacobian").letter_of("falls_fast", options)\n',
             ),
         ),
         loses=("test_answer_saturated_jacobian",),
@@ -276,8 +276,8 @@ MISTAKES = [
         "answer_saturated_jacobian",
         edits=(
             (
-                '    return question_values("03_scaled_dot_product_attention", "saturated_jacobian").letter("peaks_fast")\n',
-                '    return question_values("03_scaled_dot_product_attention", "saturated_jacobian").letter("peaks_slowly")\n',
+                '    return question_values("03_scaled_dot_product_attention", "saturated_jacobian").letter_of("peaks_fast", options)\n',
+                '    return question_values("03_scaled_dot_product_attention", "saturated_jacobian").letter_of("peaks_slowly", options)\n',
             ),
         ),
         loses=("test_answer_saturated_jacobian",),
@@ -287,8 +287,8 @@ MISTAKES = [
         "answer_unscaled_map",
         edits=(
             (
-                '    return question_values("03_scaled_dot_product_attention", "unscaled_map").letter("none")\n',
-                '    return question_values("03_scaled_dot_product_attention", "unscaled_map").letter("1/sqrt(d_k)")\n',
+                '    return question_values("03_scaled_dot_product_attention", "unscaled_map").letter_of("none", maps)\n',
+                '    return question_values("03_scaled_dot_product_attention", "unscaled_map").letter_of("1/sqrt(d_k)", maps)\n',
             ),
         ),
         loses=("test_answer_unscaled_map",),
@@ -298,8 +298,8 @@ MISTAKES = [
         "answer_unscaled_map",
         edits=(
             (
-                '    return question_values("03_scaled_dot_product_attention", "unscaled_map").letter("none")\n',
-                '    return question_values("03_scaled_dot_product_attention", "unscaled_map").letter("1/d_k")\n',
+                '    return question_values("03_scaled_dot_product_attention", "unscaled_map").letter_of("none", maps)\n',
+                '    return question_values("03_scaled_dot_product_attention", "unscaled_map").letter_of("1/d_k", maps)\n',
             ),
         ),
         loses=("test_answer_unscaled_map",),
@@ -501,8 +501,8 @@ def train_matching_attention(queries, keys, target, d_k, steps, lr=0.05, seed=0)
         "answer_saturated_jacobian",
         edits=(
             (
-                '    return question_values("03_scaled_dot_product_attention", "saturated_jacobian").letter("peaks_fast")\n',
-                '    return " " + question_values("03_scaled_dot_product_attention", "saturated_jacobian").letter("peaks_fast").upper()\n',
+                '    return question_values("03_scaled_dot_product_attention", "saturated_jacobian").letter_of("peaks_fast", options)\n',
+                '    return " " + question_values("03_scaled_dot_product_attention", "saturated_jacobian").letter_of("peaks_fast", options).upper()\n',
             ),
         ),
     ),
@@ -511,8 +511,8 @@ def train_matching_attention(queries, keys, target, d_k, steps, lr=0.05, seed=0)
         "answer_unscaled_map",
         edits=(
             (
-                '    return question_values("03_scaled_dot_product_attention", "unscaled_map").letter("none")\n',
-                '    return question_values("03_scaled_dot_product_attention", "unscaled_map").letter("none").upper() + " "\n',
+                '    return question_values("03_scaled_dot_product_attention", "unscaled_map").letter_of("none", maps)\n',
+                '    return question_values("03_scaled_dot_product_attention", "unscaled_map").letter_of("none", maps).upper() + " "\n',
             ),
         ),
     ),

@@ -8,9 +8,9 @@ MAX_SHIFT = "scaled - scaled.amax(dim=dim, keepdim=True)"
 SCORES = "scores = query @ keys.transpose(-2, -1)"
 TERMS = "torch.where(weights > 0, weights * torch.log(weights), torch.zeros_like(weights))"
 WORKED = "[k / sum(ks) for k in ks]"  # the weights of the student's scores (ln a, ln b, ln c)
-TIE = '.letter("tied_average")'  # the student's letter of the right option
+TIE = '.letter_of("tied_average", options)'  # the student's letter of the right option
 MASKED = "math.log(row.n - row.masked)"
-TIE_LETTER = 'question_values("01_soft_dictionary_lookup", "cold_lookup_tie").letter("tied_average")'
+TIE_LETTER = 'question_values("01_soft_dictionary_lookup", "cold_lookup_tie").letter_of("tied_average", options)'
 
 MISTAKES = [
     # hard_lookup
@@ -161,19 +161,19 @@ MISTAKES = [
     Variant(
         "cold lookup with a tie: the first tied key, as argmax picks it",
         "answer_cold_lookup_tie",
-        edits=((TIE, '.letter("first_tied")'),),
+        edits=((TIE, '.letter_of("first_tied", options)'),),
         loses=("test_cold_lookup_with_a_tie",),
     ),
     Variant(
         "cold lookup with a tie: the mean of all values (that is T -> infinity)",
         "answer_cold_lookup_tie",
-        edits=((TIE, '.letter("all_average")'),),
+        edits=((TIE, '.letter_of("all_average", options)'),),
         loses=("test_cold_lookup_with_a_tie",),
     ),
     Variant(
         "cold lookup with a tie: it fails like hard_lookup",
         "answer_cold_lookup_tie",
-        edits=((TIE, '.letter("fails")'),),
+        edits=((TIE, '.letter_of("fails", options)'),),
         loses=("test_cold_lookup_with_a_tie",),
     ),
     # answer_masked_entropy: ln(unmasked keys) nats
