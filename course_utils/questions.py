@@ -13,6 +13,7 @@ from typing import Any, Callable, Sequence
 import torch
 
 from .comparisons import _fail, _recording, describe
+from .selfcheck import checked_only_a_format
 from .student_calls import _run_student
 
 ANSWER_KINDS = {
@@ -102,8 +103,9 @@ def check_answer_format(fn: Callable[..., Any], kind: str, *, choices: Sequence[
     """The visible check of a graded question: ``fn()`` returns an answer of this ``kind``.
 
     Kinds: ``integer``, ``number``, ``numbers`` (of ``length`` items) and ``choice`` (one of
-    ``choices``, any case). It says nothing about whether the answer is right.
+    ``choices``, any case). It says nothing about whether the answer is right, and tells the self-check so.
     """
+    checked_only_a_format(f"{getattr(fn, '__name__', 'answer')}()")
     _answer(fn, kind, choices, length, f"{getattr(fn, '__name__', 'answer')}()")
     return True
 

@@ -5,6 +5,10 @@ runs in, runs the visible part of each test cell in the notebook's own namespace
 the functions as you last ran them) and prints a report: which tests pass, which fail and the
 first lines of why. Hidden tests are not in your copy; they run only when the course grades it.
 
+The report says which points it checked. A test whose visible part ran one of the course's format checks
+(``check_answer_format``: a question's answer has the right form; ``check_student_id``: the id is set) checked
+a format only: the value is decided when graded. A test with no visible code is decided only when graded.
+
 Where the notebook is read from: Colab's copy of the open notebook; JupyterLab's session path
 (``JPY_SESSION_NAME``); else ``NN_name.ipynb`` in the working directory or ``notebooks/NN_name/``.
 """
@@ -25,6 +29,14 @@ from typing import Any
 from .notebook_cells import cell_source, is_test_cell, nbgrader_meta, visible_part
 from .runtime import is_grading
 
+_format_checks: list[list[str]] = []  # while run_tests runs a test's visible part: the format checks that ran in it
+
+
+def checked_only_a_format(what: str) -> None:
+    """A course check says it checked a format, not a value (so the self-check does not count the test's points)."""
+    if _format_checks:
+        _format_checks[-1].append(what)
+
 
 @dataclass(frozen=True)
 class TestResult:
@@ -33,13 +45,14 @@ class TestResult:
     points: float
     passed: bool
     why: str = ""  # the error's first lines when it failed
+    format_only: bool = False  # its visible part ran a format check: the value is decided when graded
 
 
 @dataclass
 class SelfCheck:
     notebook: str
     results: list[TestResult] = field(default_factory=list)
-    hidden_only: list[str] = field(default_factory=list)  # tests with no visible code: they run only at grading
+    hidden_only: dict[str, float] = field(default_factory=dict)  # tests with no visible code, and their points
 
     @property
     def passed(self) -> list[TestResult]:
@@ -50,20 +63,34 @@ class SelfCheck:
         return [r for r in self.results if not r.passed]
 
     def __str__(self) -> str:
-        earned = sum(r.points for r in self.passed)
-        total = sum(r.points for r in self.results)
-        lines = [
-            f"Self-check of {self.notebook}: {len(self.passed)} of {len(self.results)} visible tests pass "
-            f"({earned:g} of {total:g} points; hidden tests run only at grading)."
-        ]
+        checked = [r for r in self.results if not r.format_only]
+        formats = [r for r in self.results if r.format_only]
+        lines = [f"Self-check of {self.notebook}: {len(self.passed)} of {len(self.results)} visible tests pass."]
         for r in self.results:
-            lines.append(f"  {'PASS' if r.passed else 'FAIL'}  {r.test} ({r.points:g} pt)")
+            only = ": format checked here; the value is decided when graded" if r.format_only else ""
+            lines.append(f"  {'PASS' if r.passed else 'FAIL'}  {r.test} ({r.points:g} pt){only}")
             lines += [f"        {line}" for line in r.why.splitlines()]
         if self.hidden_only:
-            lines.append(f"  Hidden entirely, run only at grading: {', '.join(self.hidden_only)}")
+            hidden = ", ".join(f"{test} ({points:g} pt)" for test, points in self.hidden_only.items())
+            lines.append(f"  Decided only when graded (no visible part): {hidden}")
+        earned = sum(r.points for r in checked if r.passed)
+        summary = f"Checked here: {earned:g} of {sum(r.points for r in checked):g} points pass."
+        undecided = [f"{_count(len(formats), 'answer')} whose format alone is checked here"] if formats else []
+        undecided += [f"{_count(len(self.hidden_only), 'test')} with no visible part"] if self.hidden_only else []
+        if undecided:
+            points = sum(r.points for r in formats) + sum(self.hidden_only.values())
+            total = points + sum(r.points for r in checked)
+            summary += f" Decided only when graded: {points:g} of the notebook's {total:g} points ({'; '.join(undecided)})."
+        lines.append(summary)
+        if self.results:
+            lines.append("A test may also have a hidden part, run only when graded: one that passes here can still lose points then.")
         if not self.failed:
             lines.append("All visible tests pass. Save the notebook and hand it in under its name.")
         return "\n".join(lines)
+
+
+def _count(n: int, thing: str) -> str:
+    return f"{n} {thing}{'' if n == 1 else 's'}"
 
 
 def find_notebook(name: str) -> dict[str, Any]:
@@ -92,18 +119,23 @@ def run_tests(notebook: dict[str, Any], namespace: dict[str, Any], name: str = "
             continue
         meta = nbgrader_meta(cell)
         code = compile(visible_part(cell_source(cell)), f"<test {meta['grade_id']}>", "exec", ast.PyCF_ONLY_AST)
+        points = float(meta.get("points", 0))
         if not code.body:  # only comments are visible: passing it here would say nothing
-            report.hidden_only.append(meta["grade_id"])
+            report.hidden_only[meta["grade_id"]] = points
             continue
+        ran: list[str] = []  # the format checks this test's visible part runs (checked_only_a_format)
+        _format_checks.append(ran)
         try:
             with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
                 warnings.simplefilter("ignore")
                 exec(compile(code, f"<test {meta['grade_id']}>", "exec"), namespace)
         except Exception as error:  # noqa: BLE001 - a failing test is the report's content, not a crash
-            why = f"{type(error).__name__}: {error}".strip()
-            report.results.append(TestResult(meta["grade_id"], float(meta.get("points", 0)), False, "\n".join(why.splitlines()[:6])))
+            why = "\n".join(f"{type(error).__name__}: {error}".strip().splitlines()[:6])
+            report.results.append(TestResult(meta["grade_id"], points, False, why, format_only=bool(ran)))
         else:
-            report.results.append(TestResult(meta["grade_id"], float(meta.get("points", 0)), True))
+            report.results.append(TestResult(meta["grade_id"], points, True, format_only=bool(ran)))
+        finally:
+            _format_checks.pop()
     return report
 
 

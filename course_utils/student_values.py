@@ -32,6 +32,7 @@ from typing import Any, Callable, Iterator, Mapping, Sequence, TypeVar
 
 from .comparisons import _fail
 from .runtime import is_grading
+from .selfcheck import checked_only_a_format
 
 T = TypeVar("T")
 LETTERS = "abcdefghij"
@@ -405,7 +406,9 @@ def check_student_id(student: Any) -> bool:
 
     The solutions set ``EXAMPLE_ID`` (the example values, on purpose) and pass; under grading it always
     passes, since the grader checks every answer against the id it grades, whatever the notebook says.
+    A format check: the self-check does not count it as checking a value.
     """
+    checked_only_a_format(ID_VARIABLE)
     if is_grading() or _graded or student is EXAMPLE_ID:
         return True
     if not isinstance(student, str) or not student.strip():

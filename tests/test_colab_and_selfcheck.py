@@ -150,14 +150,44 @@ def test_self_check_runs_visible_tests_and_says_why_one_fails() -> None:
     exec(SMALL["cells"][0].source, namespace)
     report = selfcheck.run_tests(SMALL, namespace, "99_small")
     assert [(r.test, r.passed) for r in report.results] == [("test_double", True), ("test_triple", False), ("test_hidden", True)]
-    assert report.hidden_only == ["test_all_hidden"]
+    assert report.hidden_only == {"test_all_hidden": 1.0}
     assert "multiply by 3" in report.failed[0].why
     text = str(report)
-    assert (
-        "2 of 3 visible tests pass (3 of 4 points" in text
-        and "run only at grading: test_all_hidden" in text
-        and "FAIL  test_triple" in text
-    )
+    assert "2 of 3 visible tests pass." in text and "FAIL  test_triple" in text
+    assert "Checked here: 3 of 4 points pass. Decided only when graded: 1 of the notebook's 5 points (1 test with no visible part)." in text
+    assert "Decided only when graded (no visible part): test_all_hidden (1 pt)" in text
+    assert "one that passes here can still lose points then" in text
+
+
+def test_self_check_counts_no_points_for_a_test_that_ran_only_a_format_check() -> None:
+    # Decided by what ran: a format check reached through a helper counts; one named on a line that never runs does not.
+    from course_utils.checks import check_answer_format
+    from course_utils.student_values import EXAMPLE_ID, check_student_id
+
+    def answer_x() -> int:
+        return 3
+
+    def looks_right() -> bool:
+        return check_answer_format(answer_x, "integer") and check_student_id(EXAMPLE_ID)
+
+    namespace = {"answer_x": answer_x, "looks_right": looks_right, "check_answer_format": check_answer_format}
+    cells = [
+        graded_test_cell("test_x_format", 2, "# the form of the answer\nassert looks_right()"),
+        graded_test_cell(
+            "test_x_value", 1, "# the value, checked here\nif False:\n    check_answer_format(answer_x, 'integer')\nassert answer_x() == 3"
+        ),
+        graded_test_cell("test_x_wrong_form", 1, "# a form that fails\nassert check_answer_format(answer_x, 'choice', choices='ab')"),
+    ]
+    report = selfcheck.run_tests({"cells": cells}, namespace, "99_q")
+    assert [(r.test, r.passed, r.format_only) for r in report.results] == [
+        ("test_x_format", True, True),
+        ("test_x_value", True, False),
+        ("test_x_wrong_form", False, True),
+    ]
+    text = str(report)
+    assert "PASS  test_x_format (2 pt): format checked here; the value is decided when graded" in text
+    assert "Checked here: 1 of 1 points pass. Decided only when graded: 3 of the notebook's 4 points (2 answers whose format alone" in text
+    assert selfcheck._format_checks == [], "no test's record outlives its run"
 
 
 def test_self_check_reports_unwritten_functions(monkeypatch: pytest.MonkeyPatch) -> None:
