@@ -24,6 +24,7 @@ from pathlib import Path
 
 from course_utils.notebook_cells import (
     cell_source,
+    defined_names,
     hidden_part,
     is_showcase,
     is_solution_cell,
@@ -51,6 +52,7 @@ class AnswerText:
     formulas: frozenset[str] = frozenset()
     notebook: str = ""
     grade_id: str = ""  # the exercise's cell: its own given lines in its own notebook are no leak
+    defines: frozenset[str] = frozenset()  # the graded names the solution cell defines
 
 
 @dataclass(frozen=True)
@@ -87,7 +89,8 @@ def answer_texts(solutions_dir: Path) -> list[AnswerText]:
             elif is_solution_cell(cell):
                 region = solution_region(source)
                 formulas = frozenset(answer_formulas(region)) if grade_id.startswith(ANSWER_PREFIX) else frozenset()
-                texts.append(AnswerText(f"{name}:{grade_id}", frozenset(runs_of(normalised(region))), formulas, name, grade_id))
+                runs = frozenset(runs_of(normalised(region)))
+                texts.append(AnswerText(f"{name}:{grade_id}", runs, formulas, name, grade_id, frozenset(defined_names(source))))
     return texts
 
 
@@ -160,12 +163,14 @@ def _leaks_in(path: Path, texts: list[AnswerText]) -> list[str]:
         return [f"cannot be read as text ({path.suffix or 'no suffix'})"]
     # The markers matter in a notebook (a region nbgrader left in); the package's own notebook reader names them.
     found = [f"holds nbgrader's marker {marker!r}" for marker in MARKERS if marker in raw and path.suffix == ".ipynb"]
+    stand_ins = declared_stand_ins(raw) if path.suffix == ".py" else []
     for where, grade_id, lines in _pieces(path, raw):
-        text = "\n".join(lines)
-        flat = " ".join(lines)
         for answer in texts:
             if answer.notebook and answer.notebook == _notebook_name(path) and answer.grade_id == grade_id:
                 continue  # the exercise's own scaffold in its own notebook
+            if stand_ins:
+                lines = normalised(_without(raw, [s for s in stand_ins if s.stands_in_for(answer)]))
+            text, flat = "\n".join(lines), " ".join(lines)
             run = next((run for run in sorted(answer.runs) if "\n".join(run) in text), None)
             if run:
                 found.append(f"{where}repeats {answer.answer}: {' / '.join(run)}")
@@ -173,6 +178,50 @@ def _leaks_in(path: Path, texts: list[AnswerText]) -> list[str]:
             if formula:
                 found.append(f"{where}holds the formula of {answer.answer}: {formula}")
     return found
+
+
+@dataclass(frozen=True)
+class StandIn:
+    """A definition of the package declared, with ``@answers(notebook, *functions)`` (``course_utils.tripwires``), to
+    be the course's own version of graded functions: the one exception a handout may hold, for carried code. The
+    grade makes it useless as an answer (a graded function that runs it loses its tests), so its lines may repeat
+    those of what it stands in for, and of nothing else."""
+
+    notebook: str
+    functions: frozenset[str]
+    lines: tuple[int, int]  # first and last line of its definition, decorators included (1-based)
+
+    def stands_in_for(self, answer: AnswerText) -> bool:
+        return answer.notebook == self.notebook and bool(self.functions & answer.defines)
+
+
+def declared_stand_ins(source: str) -> list[StandIn]:
+    """Every definition in ``source`` that an ``@answers(...)`` decorator declares, with what it answers."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return []
+    found = []
+    for node in ast.walk(tree):
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            continue
+        for decorator in node.decorator_list:
+            called = decorator.func if isinstance(decorator, ast.Call) else None
+            name = called.id if isinstance(called, ast.Name) else called.attr if isinstance(called, ast.Attribute) else ""
+            args = [a.value for a in decorator.args if isinstance(a, ast.Constant) and isinstance(a.value, str)] if called else []
+            if name == "answers" and len(args) >= 2:
+                first = min([node.lineno, *(d.lineno for d in node.decorator_list)])
+                found.append(StandIn(args[0], frozenset(args[1:]), (first, node.end_lineno or node.lineno)))
+    return found
+
+
+def _without(source: str, stand_ins: list[StandIn]) -> str:
+    """``source`` with the definitions of ``stand_ins`` blanked out."""
+    lines = source.splitlines()
+    for stand_in in stand_ins:
+        first, last = stand_in.lines
+        lines[first - 1 : last] = [""] * (last - first + 1)
+    return "\n".join(lines)
 
 
 def _notebook_name(path: Path) -> str:

@@ -97,6 +97,10 @@ def test_the_scan_names_each_kind_of_leak(handout: Path, tmp_path: Path) -> None
     body = "\n".join(sorted(texts["07_fused_attention:online_softmax"].runs)[0])
     (tree / "course_utils" / "helper.py").write_text(f"def stats(scores):\n    {body}\n")
     (tree / "course_utils" / "values.py").write_text("pairs, rows = sum(L * (L + 1) // 2 for L in lengths), 0\n")
+    # A stand-in declared for one graded function may repeat that function's solution (the grade refuses it there),
+    # never another's.
+    declared = '@answers("07_fused_attention", "{}")\ndef stand_in(scores):\n    {}\n'
+    (tree / "course_utils" / "declared.py").write_text(declared.format("online_softmax", body) + declared.format("vector_add", body))
     page = tree / "notebooks" / "04_masking" / "04_masking.ipynb"
     notebook = json.loads(page.read_text())
     hidden = sorted(texts["04_masking:test_padding_mask (hidden test)"].runs)[0]
@@ -110,6 +114,9 @@ def test_the_scan_names_each_kind_of_leak(handout: Path, tmp_path: Path) -> None
     leaks = [str(leak) for leak in handout_leaks(tree, SOLUTIONS_DIR)]
     assert any(leak.startswith("course_utils/mistakes:") for leak in leaks), leaks
     assert any(leak.startswith("course_utils/helper.py: repeats 07_fused_attention:online_softmax") for leak in leaks), leaks
+    assert [leak.split(": ")[1] for leak in leaks if leak.startswith("course_utils/declared.py")] == [
+        "repeats 07_fused_attention:online_softmax"
+    ], "declared for vector_add, the copy answers online_softmax: one leak, not two"
     assert (
         "course_utils/values.py: holds the formula of 04_masking:answer_left_padding_causal_counts: sum(L * (L + 1) // 2 for L in lengths)"
         in leaks
