@@ -11,8 +11,17 @@ import torch
 import torch.nn.functional as F
 
 from .stand_ins import scores_logsumexp, torch_flash_attention_triton, torch_flash_forward
+from .tripwires import answers
 
 
+@answers(
+    "08_flash_backward",
+    "attention_backward",
+    "flash_attention_backward",
+    "flash_attention_backward_triton",
+    "flash_attention",
+    "flash_attention_fused",
+)
 def sdpa_gradients(
     Q: torch.Tensor, K: torch.Tensor, V: torch.Tensor, dO: torch.Tensor, **options: Any
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -27,6 +36,7 @@ def sdpa_gradients(
         return tuple(torch.autograd.grad(out, leaves, dO))  # type: ignore[return-value]
 
 
+@answers("07_fused_attention", "flash_attention_forward", "flash_attention_triton")
 def logsumexp_of_scores(Q: torch.Tensor, K: torch.Tensor, scale: float | None = None, is_causal: bool = False) -> torch.Tensor:
     """The forward's L: the natural-log logsumexp of each row of scaled scores, top-left causal mask.
 

@@ -19,12 +19,14 @@ from torch import nn
 from .guards import Guards
 from .recording import measured
 from .stand_ins import CAUSAL_MASK_STAND_IN, HEADS_STAND_IN
+from .tripwires import answers
 
 # Bound once, here: a "do not call the built-in" tripwire on the Python names must not trip over a stand-in.
 _softmax = torch.softmax
 _sdpa = F.scaled_dot_product_attention
 
 
+@answers("09_language_model", "rope")
 def rope_angles(positions: torch.Tensor, dim: int, base: float = 10000.0) -> torch.Tensor:
     """The rotation angles, in float64: angle[t, i] = positions[t] * base ** (-2 i / dim).
 
@@ -35,6 +37,7 @@ def rope_angles(positions: torch.Tensor, dim: int, base: float = 10000.0) -> tor
     return positions.to(torch.float64)[:, None] * inv_freq[None, :]
 
 
+@answers("09_language_model", "rope")
 def torch_rope(x: torch.Tensor, positions: torch.Tensor, base: float = 10000.0) -> torch.Tensor:
     """Notebook 09's ``rope``: rotate the pairs (x[i], x[i + d/2]) of each token by positions * base**(-2i/d).
 
@@ -51,6 +54,8 @@ def torch_rope(x: torch.Tensor, positions: torch.Tensor, base: float = 10000.0) 
     return torch.cat([x1 * cos - x2 * sin, x2 * cos + x1 * sin], dim=-1).to(x.dtype)
 
 
+@answers("03_scaled_dot_product_attention", "scaled_dot_product_attention")
+@answers("04_masking", "scaled_dot_product_attention")
 def torch_masked_attention(
     Q: torch.Tensor,
     K: torch.Tensor,
@@ -102,6 +107,7 @@ class ReferenceBlock(nn.Module):
         """Forget the cached keys and values."""
         self.cache_k = self.cache_v = None
 
+    @answers("09_language_model", "DecoderBlock")
     def forward(self, x: torch.Tensor, start_pos: int = 0, use_cache: bool = False) -> torch.Tensor:
         """x + attn(norm1(x)), then + mlp(norm2(x)); causal, RoPE at positions start_pos.. start_pos + T - 1.
 
@@ -144,6 +150,7 @@ class ReferenceLM(nn.Module):
         for block in self.blocks:
             block.clear_cache()
 
+    @answers("09_language_model", "TinyLM")
     def forward(self, tokens: torch.Tensor, start_pos: int = 0, use_cache: bool = False) -> torch.Tensor:
         """Logits for the next token at every position.
 
@@ -209,6 +216,7 @@ def describe_calls(calls: list[dict[str, Any]], most: int = 6) -> str:
 
 
 @torch.no_grad()
+@answers("09_language_model", "generate")  # the function no_grad wraps: the wrapper calls it
 def greedy_by_recomputation(model: nn.Module, prompt: torch.Tensor, n_new: int) -> tuple[torch.Tensor, torch.Tensor]:
     """Greedy decoding without a cache: the whole sequence through the model at every step.
 
@@ -227,6 +235,8 @@ def greedy_by_recomputation(model: nn.Module, prompt: torch.Tensor, n_new: int) 
 rope = torch_rope
 
 
+@answers("03_scaled_dot_product_attention", "scaled_dot_product_attention")
+@answers("04_masking", "scaled_dot_product_attention")
 def scaled_dot_product_attention(
     Q: torch.Tensor, K: torch.Tensor, V: torch.Tensor, attn_mask: torch.Tensor | None = None
 ) -> tuple[torch.Tensor, None]:

@@ -83,6 +83,7 @@ class CallOutcome:
     error_mro: tuple[str, ...] = ()
     message: str = ""
     forbidden_calls: tuple[str, ...] = ()
+    answers_ran: tuple[str, ...] = ()  # the course's own answers to the function under test that it reached
 
     def raised(self, error: type[BaseException]) -> bool:
         return self.kind == "raised" and error.__name__ in self.error_mro
@@ -94,6 +95,7 @@ class _State:
     namespace: dict[str, Any] | None = None  # record: the notebook's globals
     graded: tuple[str, ...] = ()
     handles: dict[int, Any] = field(default_factory=dict)  # record: handle id -> the real object
+    origins: dict[int, str] = field(default_factory=dict)  # record: handle id -> the graded name that made it
     next_handle: int = 1
     cell: str = ""
     sequence: int = 0
@@ -311,6 +313,8 @@ def _direct_call(fn: Any, args: tuple, kwargs: dict) -> Any:
 
 
 def _result(outcome: CallOutcome, label: str) -> Any:
+    if outcome.answers_ran and _state.mode is Mode.REPLAY:
+        raise AssertionError(_answers_message(label, outcome.answers_ran))
     if outcome.kind == "not_written":
         raise NotWritten(f"{label}: not written yet (it raises NotImplementedError).", label.partition("(")[0])
     if outcome.kind == "raised":
@@ -375,6 +379,23 @@ _MISSING = object()
 _measuring = 0
 
 
+def _under_test(target: str) -> tuple[str, ...]:
+    """The graded name a test invocation tests: its own, or the one whose call made the object it is on."""
+    kind, _, rest = target.partition(":")
+    if kind == "name":
+        return (rest,)
+    origin = _state.origins.get(int(rest)) if kind == "handle" and rest.isdigit() else None
+    return (origin,) if origin else ()
+
+
+def _answers_message(label: str, ran: tuple[str, ...]) -> str:
+    """What a replayed check says when the student's code reached the course's answer to the function under test."""
+    from .tripwires import answered_here
+
+    problem, hint = answered_here(ran)
+    return f"{label}: {problem}\n  hint: {hint}"
+
+
 def invoke(
     fn: Any,
     args: tuple,
@@ -403,7 +424,12 @@ def invoke(
             Replayed(target, attribute, args, kwargs, stand_ins, forbidden_builtins, through, outcome, rng=torch.random.get_rng_state())
         )
         return outcome
-    outcome = _run(_real(fn), attribute, _unwrap(args), _unwrap(kwargs), stand_ins, forbidden_builtins, wrap, wrap_objects=True)
+    under_test = _under_test(target)
+    outcome = _run(
+        _real(fn), attribute, _unwrap(args), _unwrap(kwargs), stand_ins, forbidden_builtins, wrap, wrap_objects=True, refused=under_test
+    )
+    if outcome.kind == "handle" and under_test:  # calls on what it made are tests of the same graded name
+        _state.origins[outcome.value._number] = under_test[0]
     _write(
         {
             "cell": _state.cell,
@@ -509,9 +535,14 @@ def _standing_in(fn: Any, stand_ins: dict[str, Any] | None) -> Iterator[None]:
         yield
         return
     from .operators import shielded  # its kernels are the course's: no built-in check holds them against the student
+    from .tripwires import unrefused  # a stand-in the test chose may run the course's answers: it is the test's code
+
+    def standing_in(stand_in: Any) -> Any:
+        launched = callable(stand_in) and not isinstance(stand_in, type) and hasattr(type(stand_in), "__getitem__")
+        return shielded(stand_in if launched else unrefused(stand_in))  # an emulated kernel stays subscriptable
 
     saved = {name: namespace.get(name, _MISSING) for name in stand_ins}
-    namespace.update({name: shielded(stand_in) for name, stand_in in stand_ins.items()})
+    namespace.update({name: standing_in(stand_in) for name, stand_in in stand_ins.items()})
     try:
         yield
     finally:
@@ -532,17 +563,24 @@ def _run(
     wrap: Callable[[Any], Callable[..., Any]] | None,
     *,
     wrap_objects: bool,
+    refused: tuple[str, ...] = (),
 ) -> CallOutcome:
-    """Run student code with warnings silenced and the test's random numbers left untouched."""
+    """Run student code with warnings silenced and the test's random numbers left untouched.
+
+    ``refused``: the graded names under test, whose course answers (``tripwires.answers_refused``) may not run.
+    """
     from .operators import builtin_kernels_run
-    from .tripwires import ForbiddenCallError, forbidden
+    from .tripwires import ForbiddenCallError, answers_refused, forbidden
 
     _state.depth += 1
     calls: list[str] = []
     kernels: list[str] = []  # the same built-ins, seen at the dispatcher: every route to them
+    ran: list[str] = []
     try:
         with warnings.catch_warnings(), torch.random.fork_rng(devices=[]), contextlib.ExitStack() as stack:
             warnings.simplefilter("ignore")
+            if refused:
+                ran = stack.enter_context(answers_refused(refused, fn))
             if attribute is not None:
                 value = getattr(fn, attribute)
             else:
@@ -556,11 +594,16 @@ def _run(
                 except ForbiddenCallError:
                     value = None
     except NotImplementedError:
-        return CallOutcome("not_written", forbidden_calls=tuple(calls + kernels))
+        return CallOutcome("not_written", forbidden_calls=tuple(calls + kernels), answers_ran=tuple(ran))
     except Exception as error:  # noqa: BLE001 - any failure of student code is an outcome
         mro = tuple(c.__name__ for c in type(error).__mro__)
         return CallOutcome(
-            "raised", error_type=type(error).__name__, error_mro=mro, message=str(error)[:2000], forbidden_calls=tuple(calls + kernels)
+            "raised",
+            error_type=type(error).__name__,
+            error_mro=mro,
+            message=str(error)[:2000],
+            forbidden_calls=tuple(calls + kernels),
+            answers_ran=tuple(ran),
         )
     finally:
         _state.depth -= 1
@@ -568,8 +611,8 @@ def _run(
         number = _state.next_handle
         _state.next_handle += 1
         _state.handles[number] = value
-        return CallOutcome("handle", value=Handle(number, value), forbidden_calls=tuple(calls + kernels))
-    return CallOutcome("value", value=value, forbidden_calls=tuple(calls + kernels))
+        return CallOutcome("handle", value=Handle(number, value), forbidden_calls=tuple(calls + kernels), answers_ran=tuple(ran))
+    return CallOutcome("value", value=value, forbidden_calls=tuple(calls + kernels), answers_ran=tuple(ran))
 
 
 # --- running code again in the trusted pass (autograder.grading.misconceptions) -------------------------
@@ -694,6 +737,7 @@ def _outcome_to_wire(outcome: CallOutcome) -> dict[str, Any]:
                 "error_mro": ["RecordLimit"],
                 "message": "the result is too large to grade",
                 "forbidden_calls": list(outcome.forbidden_calls),
+                "answers_ran": list(outcome.answers_ran),
             }
         value = _to_wire(value)
     return {
@@ -703,6 +747,7 @@ def _outcome_to_wire(outcome: CallOutcome) -> dict[str, Any]:
         "error_mro": list(outcome.error_mro),
         "message": outcome.message,
         "forbidden_calls": list(outcome.forbidden_calls),
+        "answers_ran": list(outcome.answers_ran),
     }
 
 
@@ -716,6 +761,7 @@ def _outcome_from_wire(wire: Any) -> CallOutcome:
         error_mro=tuple(str(name) for name in wire.get("error_mro", ()))[:50],
         message=str(wire.get("message", ""))[:2000],
         forbidden_calls=tuple(str(call) for call in wire.get("forbidden_calls", ()))[:50],
+        answers_ran=tuple(str(name) for name in wire.get("answers_ran", ()))[:50],
     )
 
 

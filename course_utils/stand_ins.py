@@ -11,6 +11,7 @@ import torch
 import torch.nn.functional as F
 
 from .guards import Guards
+from .tripwires import answers
 
 # Bound once, here: a test that trips the Python name ``torch.softmax`` (``check_no_builtin``) must not
 # trip over the stand-in; its kernels run in a stand-in range, which the dispatcher check leaves out.
@@ -19,16 +20,19 @@ _sdpa = F.scaled_dot_product_attention
 _logsumexp = torch.logsumexp
 
 
+@answers("01_soft_dictionary_lookup", "softmax")
 def torch_softmax(scores: torch.Tensor, dim: int = -1, temperature: float = 1.0) -> torch.Tensor:
     """Notebook 01's ``softmax`` by PyTorch: ``torch.softmax(scores / temperature, dim)``, same shape as scores."""
     return _softmax(scores / temperature, dim=dim)
 
 
+@answers("02_dot_product_attention", "dot_product_scores")
 def torch_dot_product_scores(Q: torch.Tensor, K: torch.Tensor) -> torch.Tensor:
     """Notebook 02's ``dot_product_scores``: [..., T_q, T_k] from Q [..., T_q, d] and K [..., T_k, d]."""
     return Q @ K.transpose(-2, -1)
 
 
+@answers("02_dot_product_attention", "dot_product_attention")
 def torch_dot_product_attention(Q: torch.Tensor, K: torch.Tensor, V: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """Notebook 02's unscaled ``dot_product_attention`` from matrix products and ``torch.softmax``.
 
@@ -40,6 +44,7 @@ def torch_dot_product_attention(Q: torch.Tensor, K: torch.Tensor, V: torch.Tenso
     return weights @ V, weights
 
 
+@answers("04_masking", "causal_mask")
 def torch_causal_mask(T_q: int, T_k: int, bottom_right: bool = False, device: torch.device | str | None = None) -> torch.Tensor:
     """PyTorch's causal mask: top-left as ``is_causal=True``, bottom-right as ``causal_lower_right``.
 
@@ -49,6 +54,7 @@ def torch_causal_mask(T_q: int, T_k: int, bottom_right: bool = False, device: to
     return torch.ones(T_q, T_k, dtype=torch.bool, device=device).tril(diagonal=T_k - T_q if bottom_right else 0)
 
 
+@answers("05_multi_head_attention", "split_heads")
 def torch_split_heads(x: torch.Tensor, num_heads: int) -> torch.Tensor:
     """Notebook 05's ``split_heads`` by another route: chunk the features and stack the chunks as heads.
 
@@ -58,6 +64,7 @@ def torch_split_heads(x: torch.Tensor, num_heads: int) -> torch.Tensor:
     return torch.stack(x.chunk(num_heads, dim=-1), dim=-3)
 
 
+@answers("05_multi_head_attention", "merge_heads")
 def torch_merge_heads(x: torch.Tensor) -> torch.Tensor:
     """Notebook 05's ``merge_heads`` by another route: the heads' features side by side.
 
@@ -67,6 +74,7 @@ def torch_merge_heads(x: torch.Tensor) -> torch.Tensor:
     return torch.cat(x.unbind(dim=-3), dim=-1)
 
 
+@answers("07_fused_attention", "flash_attention_forward", "flash_attention_triton")
 def scores_logsumexp(Q: torch.Tensor, K: torch.Tensor, is_causal: bool, scale: float | None) -> torch.Tensor:
     """The natural-log logsumexp of each row of scaled scores (top-left causal mask), in float64: [..., T_q]."""
     scores = Q.double() @ K.double().transpose(-2, -1) * (Q.shape[-1] ** -0.5 if scale is None else scale)
@@ -75,6 +83,7 @@ def scores_logsumexp(Q: torch.Tensor, K: torch.Tensor, is_causal: bool, scale: f
     return _logsumexp(scores, dim=-1)
 
 
+@answers("07_fused_attention", "flash_attention_forward")
 def torch_flash_forward(
     Q: torch.Tensor,
     K: torch.Tensor,
@@ -104,6 +113,7 @@ def torch_flash_forward(
     return O, scores_logsumexp(Q, K, is_causal, scale).to(torch.promote_types(Q.dtype, torch.float32))
 
 
+@answers("07_fused_attention", "flash_attention_triton")
 def torch_flash_attention_triton(
     Q: torch.Tensor, K: torch.Tensor, V: torch.Tensor, is_causal: bool = False, scale: float | None = None
 ) -> tuple[torch.Tensor, torch.Tensor]:
@@ -125,6 +135,7 @@ def torch_flash_attention_triton(
     return O, scores_logsumexp(Q, K, is_causal, scale).float()
 
 
+@answers("08_flash_backward", "softmax_backward")
 def torch_softmax_backward(P: torch.Tensor, dP: torch.Tensor) -> torch.Tensor:
     """Notebook 08's ``softmax_backward`` by autograd: dS for weights P = softmax(S) and the upstream gradient dP.
 
@@ -137,6 +148,7 @@ def torch_softmax_backward(P: torch.Tensor, dP: torch.Tensor) -> torch.Tensor:
     return grad.nan_to_num(0.0)
 
 
+@answers("08_flash_backward", "flash_backward_preprocess")
 def torch_flash_backward_preprocess(O: torch.Tensor, dO: torch.Tensor) -> torch.Tensor:
     """Notebook 08's ``flash_backward_preprocess``: D = rowsum(dO * O), summed in float32 (float64 for float64).
 

@@ -14,6 +14,7 @@ import torch
 
 from .comparisons import _fail, _recording, describe
 from .recording import CallOutcome, NotWritten, invoke
+from .tripwires import answered_here
 
 
 def _format_call(fn: Callable[..., Any], args: Sequence[Any], kwargs: dict[str, Any]) -> str:
@@ -25,6 +26,9 @@ def _format_call(fn: Callable[..., Any], args: Sequence[Any], kwargs: dict[str, 
 def _run_student(fn: Callable[..., Any], args: Sequence[Any], kwargs: dict[str, Any], label: str, **options: Any) -> CallOutcome:
     """One invocation of student code (run, recorded or replayed: see ``course_utils.recording``)."""
     outcome = invoke(fn, tuple(args), dict(kwargs), label=label, **options)
+    if outcome.answers_ran and not _recording():  # recorded in the sealed run, as a forbidden call is; decided here
+        problem, hint = answered_here(outcome.answers_ran)
+        _fail(label, problem, inputs=None, hint=hint)
     if outcome.kind == "not_written":
         raise NotWritten(f"{label}: not written yet (it raises NotImplementedError).", getattr(fn, "__name__", ""))
     return outcome

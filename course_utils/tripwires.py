@@ -1,10 +1,13 @@
-"""Tripwires: built-ins that raise while a graded function runs, so that the test sees every call to them."""
+"""Tripwires: built-ins, and the course's own answers, that raise while a graded function runs, so that the test
+sees every call to them."""
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import importlib
-from typing import Any, Callable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any, Callable, Iterator, Sequence, TypeVar
 
 
 class ForbiddenCallError(RuntimeError):
@@ -59,3 +62,131 @@ def forbidden(*paths: str, namespaces: Sequence[dict[str, Any]] = ()) -> Iterato
             namespace[name] = value
         for owner, attribute, original in reversed(saved):
             setattr(owner, attribute, original)
+
+
+# --- the course's own answers: refused in the tests of the function they answer ---------------------
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+@dataclass(frozen=True)
+class Answers:
+    """What a course function answers: graded functions of one notebook (``Answers("04_masking", ("causal_mask",))``).
+
+    Declared next to the function's code (``@answers(...)``). While a test of one of ``functions`` runs the
+    student's code, the course function is a tripwire; tests of other functions may still stand it in.
+    """
+
+    notebook: str
+    functions: tuple[str, ...]
+
+
+ANSWERS: dict[Callable[..., Any], tuple[Answers, ...]] = {}  # course function -> what it answers
+
+
+class CourseAnswerCalled(ForbiddenCallError):
+    """Raised by a course function that answers the graded function under test."""
+
+
+def answers(notebook: str, *functions: str) -> Callable[[F], F]:
+    """Declare that the decorated function answers ``functions`` of ``notebook``; returns it unchanged."""
+
+    def declare(fn: F) -> F:
+        if getattr(fn, "__closure__", None):  # a tripwire takes its code's place: it has no cells to match a closure's
+            raise TypeError(f"{fn.__qualname__}: a declared answer cannot be a closure")
+        ANSWERS[fn] = (*ANSWERS.get(fn, ()), Answers(notebook, tuple(functions)))
+        return fn
+
+    return declare
+
+
+def course_name(fn: Callable[..., Any], functions: set[str]) -> str:
+    """A declared answer as the course names it, with what it answers among ``functions``:
+    ``torch_causal_mask (course_utils.stand_ins), the course's own PyTorch version of causal_mask``."""
+    answered = sorted({name for found in ANSWERS.get(fn, ()) for name in found.functions} & functions)
+    return f"{fn.__qualname__} ({fn.__module__}), the course's own PyTorch version of {', '.join(answered)}"
+
+
+def answered_here(ran: Sequence[str]) -> tuple[str, str]:
+    """A failed check's problem and hint for a graded function whose run reached the course's answers ``ran``."""
+    return (
+        f"ran {'; '.join(dict.fromkeys(ran))}, while this test called it",
+        "write it yourself: the course's version is there for the later notebooks that carry this function, "
+        "not as an answer in the notebook that grades it",
+    )
+
+
+def _refusal(*_args: Any, course_refusal: Callable[[], Any] = lambda: None, **_kwargs: Any) -> Any:
+    """The code a refused answer runs instead of its own; what it reports comes in ``course_refusal``."""
+    return course_refusal()
+
+
+_Code = tuple[Any, Any, Any]  # a function's __code__, __defaults__, __kwdefaults__
+_refused: dict[Callable[..., Any], tuple[_Code, _Code]] = {}  # refused answer -> (its own code, its tripwire)
+
+
+def _set(fn: Any, code: _Code) -> None:
+    fn.__code__, fn.__defaults__, fn.__kwdefaults__ = code
+
+
+def _own_code(fn: Any) -> Any:
+    return _refused[fn][0][0] if fn in _refused else fn.__code__
+
+
+def _codes_of(graded: Any) -> set[Any]:
+    """The code objects a graded object runs as itself: a function's, a method's, a module's ``forward``."""
+    owners = (graded, getattr(graded, "__func__", None), *(getattr(type(graded), name, None) for name in ("forward", "__call__")))
+    return {owner.__code__ for owner in owners if hasattr(owner, "__code__")}
+
+
+@contextlib.contextmanager
+def answers_refused(functions: Sequence[str], graded: Any = None) -> Iterator[list[str]]:
+    """While the block runs, every course function declared to answer one of ``functions`` raises
+    ``CourseAnswerCalled``; yields the course names of those that were reached (filled even if student code
+    swallows the error). So an alias, a name built at run time, a module's ``__getattr__``, a wrapper or a bound
+    method all trip it: what counts is that the course's function object ran. ``graded`` (the object under test)
+    that is itself a copy of an answer's code (``types.FunctionType(f.__code__, ...)``) is listed at once.
+    """
+    ran: list[str] = []
+    wanted = set(functions)
+    declared = [fn for fn, found in ANSWERS.items() if any(wanted.intersection(a.functions) for a in found)]
+    own = _codes_of(graded) if graded is not None else set()
+    ran += [course_name(fn, wanted) for fn in declared if _own_code(fn) in own]
+    mine = [fn for fn in declared if fn not in _refused]  # one refused already stays with the block that refused it
+
+    def tripwire(fn: Callable[..., Any]) -> _Code:
+        def refuse() -> Any:
+            if course_name(fn, wanted) not in ran:  # once each: a loop over a refused answer records one line
+                ran.append(course_name(fn, wanted))
+            raise CourseAnswerCalled(f"{fn.__qualname__} is the course's answer to the function under test")
+
+        return (_refusal.__code__, None, {"course_refusal": refuse})
+
+    try:
+        for fn in mine:
+            _refused[fn] = ((fn.__code__, fn.__defaults__, fn.__kwdefaults__), tripwire(fn))
+            _set(fn, _refused[fn][1])
+        yield ran
+    finally:
+        for fn in mine:
+            _set(fn, _refused.pop(fn)[0])
+
+
+def unrefused(fn: F) -> F:
+    """``fn`` run with every refused answer its own again: a stand-in a test passes on purpose, for another
+    function than the one under test, may run the course's code (``tile_function_stand_ins`` runs
+    ``sdpa_gradients`` inside 08's ``flash_attention``)."""
+
+    @functools.wraps(fn)
+    def run(*args: Any, **kwargs: Any) -> Any:
+        paused = list(_refused)
+        for answer in paused:
+            _set(answer, _refused[answer][0])
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            for answer in paused:
+                if answer in _refused:
+                    _set(answer, _refused[answer][1])
+
+    return run  # type: ignore[return-value]
