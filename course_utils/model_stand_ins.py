@@ -18,7 +18,7 @@ from torch import nn
 
 from .guards import Guards
 from .recording import measured
-from .stand_ins import CAUSAL_MASK_STAND_IN, HEADS_STAND_IN
+from .stand_ins import CAUSAL_MASK_STAND_IN, HEADS_STAND_IN, torch_causal_mask
 from .tripwires import answers
 
 # Bound once, here: a "do not call the built-in" tripwire on the Python names must not trip over a stand-in.
@@ -69,12 +69,13 @@ def torch_masked_attention(
     Returns:
         (output [..., T_q, d_v], weights [..., T_q, T_k]); rows with every key masked are 0 in both.
     """
-    scale = Q.shape[-1] ** -0.5 if scale is None else scale
-    scores = Q @ K.transpose(-2, -1) * scale
-    if is_causal:
-        attn_mask = torch.ones(Q.shape[-2], K.shape[-2], dtype=torch.bool, device=Q.device).tril()
-    if attn_mask is not None:
-        scores = scores.masked_fill(~attn_mask, float("-inf")) if attn_mask.dtype == torch.bool else scores + attn_mask
+    # Worded apart from the graded solutions (the handout's leak scan): the course's causal mask, a bool mask as a bias.
+    keep = torch_causal_mask(Q.shape[-2], K.shape[-2], device=Q.device) if is_causal else attn_mask
+    scores = torch.matmul(Q, K.transpose(-2, -1)).mul(Q.shape[-1] ** -0.5 if scale is None else scale)
+    if keep is not None and keep.dtype == torch.bool:
+        scores = scores.masked_fill(keep.logical_not(), -torch.inf)
+    elif keep is not None:
+        scores = scores.add(keep)
     empty = torch.isneginf(scores).all(dim=-1, keepdim=True)
     weights = _softmax(scores.masked_fill(empty, 0.0), dim=-1).masked_fill(empty, 0.0)
     return weights @ V, weights
