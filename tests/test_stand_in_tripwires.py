@@ -269,3 +269,27 @@ def test_notebook_09_loses_rope_for_the_course_rope_and_nothing_for_carried_stan
     ]
     verdicts = grade_sealed("09_language_model", variants)
     assert {test for test, passed in verdicts.items() if not passed} == {"test_rope_halves_convention", "test_rope_relative_positions"}
+
+
+# --- text copied from the course package: the class report lists it --------------------------------------
+
+
+def test_the_class_report_lists_a_stand_in_copied_as_text_and_not_the_solution() -> None:
+    import inspect
+
+    from autograder.grading.class_report import ClassReport, render_html, similar_pairs
+    from autograder.grading.models import Submission
+    from course_utils.model_stand_ins import torch_rope
+
+    rope = solution_cells(nbformat.read(assignment_notebook(SOLUTIONS_DIR, "09_language_model"), as_version=4))["rope"]
+    body = rope.split("### BEGIN SOLUTION")[1].split("    ### END SOLUTION")[0]
+    copied = inspect.getsource(torch_rope).split('"""')[2]  # torch_rope's body as the package has it
+    submissions = [
+        Submission(student, "09_language_model", nbformat.writes(solved("09_language_model", variants)).encode())
+        for student, variants in (("wrote-it", []), ("copied-it", [Variant("torch_rope's text", "rope", ((body, copied),))]))
+    ]
+    similarity = similar_pairs(submissions, ["09_language_model"])
+    assert [(c.student, c.answer) for c in similarity.copied] == [("copied-it", "torch_rope (course_utils.model_stand_ins)")]
+    assert similarity.copied[0].share > 0.95 and any("rope_angles(positions, d, base)" in m for m in similarity.copied[0].matches)
+    page = render_html(ClassReport(notebooks=[], misconceptions=[], similarity=similarity, problems=[]))
+    assert "Copied from the course package" in page and "<td>copied-it</td>" in page

@@ -18,7 +18,10 @@ Four sections, from the submissions' results (the rows of ``grades.csv`` and ``t
   not matter (copydetect compares tokens, names replaced). A pair is shown when at least
   ``SIMILARITY_THRESHOLD`` of either student's own code, and at least ``MIN_OVERLAP_TOKENS`` tokens,
   appear in the other's; the overlapping code is shown side by side. A pair is a reason to look,
-  not a verdict: short functions written from the same notebook can converge.
+  not a verdict: short functions written from the same notebook can converge. A submission whose solution
+  cells repeat the code of one of the course package's own answers to that notebook (a stand-in or
+  reference declared with ``@answers``, ``course_utils.tripwires``) is listed as copied from the course
+  package: the grade refuses those answers when they run, but cannot see their text copied.
 * **Not graded, or stopped by a limit**: rows that scored nothing from the tests (not handed in,
   unreadable, refused, a failed run...) and scored rows whose notes name a limit, with their status.
 
@@ -30,11 +33,14 @@ highlighted code, the only HTML that is not the template's, goes through nh3's a
 
 from __future__ import annotations
 
+import ast
 import base64
+import inspect
 import io
 import json
 import re
 import tempfile
+import textwrap
 from collections import defaultdict
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -71,6 +77,10 @@ CONTEXT_LINES = 10  # lines of unmatched code kept around each match in the side
 # student's code is cut at this many times the solution's, and the report names whom it cut.
 MAX_CODE_FACTOR = 4
 MAX_PAIRS_WITH_CODE = 50  # the most alike pairs show their code side by side; the table and the JSON list all
+# A submission repeats one of the course's own answers when this share of the answer's body (the template's code
+# left out) appears in its solution cells, at least MIN_OVERLAP_TOKENS of it: a one-line answer (torch_causal_mask),
+# which an honest student may well write alike, is never listed.
+COURSE_COPY_SHARE = 0.8
 
 # A note that says a run was stopped by, or hit, a limit (time, memory, processes, output), or did not finish.
 LIMIT_NOTE = re.compile(r"\blimits?\b|out of memory|did not run to the end|was stopped", re.IGNORECASE)
@@ -117,6 +127,18 @@ class SimilarPair:
 
 
 @dataclass(frozen=True)
+class CopiedFromCourse:
+    """A submission whose solution cells repeat the code of one of the course package's own answers to its notebook."""
+
+    assignment: str
+    student: str
+    answer: str  # as the course names it: "torch_rope (course_utils.model_stand_ins)"
+    share: float  # share of the answer's code found in the student's, 0..1
+    overlap_tokens: int
+    matches: list[str]  # the student's code that repeats it
+
+
+@dataclass(frozen=True)
 class Similarity:
     threshold: float = SIMILARITY_THRESHOLD
     min_overlap_tokens: int = MIN_OVERLAP_TOKENS
@@ -124,6 +146,7 @@ class Similarity:
     compared: dict[str, int] = field(default_factory=dict)  # assignment -> submissions compared
     pairs: list[SimilarPair] = field(default_factory=list)  # most alike first
     notes: list[str] = field(default_factory=list)  # what could not be compared, and why
+    copied: list[CopiedFromCourse] = field(default_factory=list)  # repeats of the course package's own answers
 
 
 @dataclass(frozen=True)
@@ -258,16 +281,37 @@ def similar_pairs(
                 f"for {', '.join(sorted(cut))}"
             )
         result.compared[assignment] = len(codes)
-        if len(codes) < 2:
+        answers = course_answers(assignment)
+        if len(codes) < 2 and not (codes and answers):
             continue
         try:
-            result.pairs.extend(compare_code(assignment, codes, template, threshold, min_overlap_tokens, noise_tokens))
+            pairs, copied = compare_code(assignment, codes, template, threshold, min_overlap_tokens, noise_tokens, answers)
+            result.pairs.extend(pairs)
+            result.copied.extend(copied)
         except ImportError:
             result.notes.append(f"{assignment}: not compared: copydetect is not installed (pip install 'attention-course[instructor]')")
         except Exception as problem:  # noqa: BLE001 - the grades are written; a report without similarity still helps
             result.notes.append(f"{assignment}: not compared: copydetect failed ({type(problem).__name__}: {str(problem)[:200]})")
     result.pairs.sort(key=lambda p: (-max(p.first_share, p.second_share), -p.overlap_tokens, p.assignment, p.first, p.second))
+    result.copied.sort(key=lambda c: (c.assignment, c.student, c.answer))
     return result
+
+
+def course_answers(assignment: str) -> dict[str, str]:
+    """The code of each of the course package's own answers to a function ``assignment`` grades, by its course
+    name, as copydetect should see it: the body as written after the docstring (the signature is the exercise's own,
+    given to the student; copydetect compares tokens, brackets included, so nothing is unparsed)."""
+    from course_utils.tripwires import declared_answers
+
+    found = {}
+    for fn, declared in declared_answers().items():
+        if any(answer.notebook == assignment for answer in declared):
+            lines = textwrap.dedent(inspect.getsource(fn)).splitlines()
+            node = ast.parse("\n".join(lines)).body[0]
+            assert isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)), fn
+            body = node.body[1:] if ast.get_docstring(node) is not None else node.body
+            found[f"{fn.__qualname__} ({fn.__module__})"] = textwrap.dedent("\n".join(lines[body[0].lineno - 1 :])) + "\n"
+    return found
 
 
 def _released(path: Path) -> Any:
@@ -288,9 +332,17 @@ def _code_cap(solutions_dir: Path, assignment: str) -> int | None:
 
 
 def compare_code(
-    assignment: str, codes: dict[str, str], template: str, threshold: float, min_overlap: int, noise: int
-) -> list[SimilarPair]:
-    """copydetect over one notebook's ``codes`` (student -> code), ``template`` as boilerplate: the pairs above the thresholds."""
+    assignment: str,
+    codes: dict[str, str],
+    template: str,
+    threshold: float,
+    min_overlap: int,
+    noise: int,
+    answers: dict[str, str] | None = None,
+) -> tuple[list[SimilarPair], list[CopiedFromCourse]]:
+    """copydetect over one notebook's ``codes`` (student -> code), ``template`` as boilerplate: the pairs above the
+    thresholds, and the students whose code repeats one of the course's ``answers`` (name -> code, references only:
+    compared with each student, not with each other)."""
     import numpy as np
     from copydetect import CopyDetector
     from copydetect.utils import highlight_overlap
@@ -313,6 +365,12 @@ def compare_code(
             path.write_text(codes[student], encoding="utf-8")
             detector.add_file(str(path))
             paths.append(str(path))
+        references = []  # after the students: ref_files begins as test_files does, so one index serves both
+        for i, code in enumerate((answers or {}).values()):
+            path = folder / f"course-{i:03d}.py"
+            path.write_text(code, encoding="utf-8")
+            detector.add_file(str(path), type="ref")
+            references.append(str(path))
         if template.strip():
             boilerplate = folder / "template.py"
             boilerplate.write_text(template, encoding="utf-8")
@@ -348,7 +406,19 @@ def compare_code(
                         clean_code_html(html_b),
                     )
                 )
-    return pairs
+        refs = {path: j for j, path in enumerate(detector.ref_files)}
+        copied = []
+        for student, path in zip(students, paths):
+            for answer, reference in zip(answers or {}, references):
+                i, j = index[path], refs[reference]
+                share = float(detector.similarity_matrix[i, j][1])  # of the answer's code, found in the student's
+                overlap = int(detector.token_overlap_matrix[i, j])
+                if share < COURSE_COPY_SHARE or overlap < min_overlap or (path, reference) not in detector.slice_matrix:
+                    continue
+                code = detector.file_data[path].raw_code
+                matches = [code[int(s) : int(e)] for s, e in np.asarray(detector.slice_matrix[(path, reference)][0]).T]
+                copied.append(CopiedFromCourse(assignment, student, answer, share, overlap, matches))
+    return pairs, copied
 
 
 def clean_code_html(html: str) -> str:
@@ -407,6 +477,7 @@ def report_json(report: ClassReport) -> dict:
             "compared": similarity.compared,
             "notes": similarity.notes,
             "pairs": [{k: v for k, v in asdict(p).items() if k not in {"first_html", "second_html"}} for p in similarity.pairs],
+            "copied_from_course": [asdict(c) for c in similarity.copied],
         },
         "problems": [asdict(p) for p in report.problems],
     }
@@ -451,6 +522,7 @@ def render_html(report: ClassReport) -> str:
         shown=shown,
         schema_version=SCHEMA_VERSION,
         min_for_discrimination=MIN_FOR_DISCRIMINATION,
+        course_copy_share=COURSE_COPY_SHARE,
     )
 
 
