@@ -293,3 +293,17 @@ def test_the_class_report_lists_a_stand_in_copied_as_text_and_not_the_solution()
     assert similarity.copied[0].share > 0.95 and any("rope_angles(positions, d, base)" in m for m in similarity.copied[0].matches)
     page = render_html(ClassReport(notebooks=[], misconceptions=[], similarity=similarity, problems=[]))
     assert "Copied from the course package" in page and "<td>copied-it</td>" in page
+
+
+def test_no_test_calls_a_declared_name_where_it_is_only_carried() -> None:
+    # The tripwire keys on the name under test; a notebook that only carries the piece never tests it.
+    import ast
+
+    declared = {name for found in ANSWERS.values() for answer in found for name in answer.functions}
+    for folder in sorted(p for p in SOLUTIONS_DIR.iterdir() if p.is_dir() and p.name[:2].isdigit()):
+        source = json.loads(assignment_notebook(SOLUTIONS_DIR, folder.name).read_text(encoding="utf-8"))
+        carried = declared - graded_here(folder.name)
+        for cell in source["cells"]:
+            if nbgrader_meta(cell).get("grade") and not is_solution_cell(cell):
+                names = {n.id for n in ast.walk(ast.parse("".join(cell["source"]))) if isinstance(n, ast.Name)}
+                assert not names & carried, (folder.name, nbgrader_meta(cell)["grade_id"], names & carried)

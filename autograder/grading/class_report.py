@@ -365,12 +365,7 @@ def compare_code(
             path.write_text(codes[student], encoding="utf-8")
             detector.add_file(str(path))
             paths.append(str(path))
-        references = []  # after the students: ref_files begins as test_files does, so one index serves both
-        for i, code in enumerate((answers or {}).values()):
-            path = folder / f"course-{i:03d}.py"
-            path.write_text(code, encoding="utf-8")
-            detector.add_file(str(path), type="ref")
-            references.append(str(path))
+        references = _add_references(detector, folder, answers or {})  # after the students: ref_files starts as test_files
         if template.strip():
             boilerplate = folder / "template.py"
             boilerplate.write_text(template, encoding="utf-8")
@@ -406,19 +401,43 @@ def compare_code(
                         clean_code_html(html_b),
                     )
                 )
-        refs = {path: j for j, path in enumerate(detector.ref_files)}
-        copied = []
-        for student, path in zip(students, paths):
-            for answer, reference in zip(answers or {}, references):
-                i, j = index[path], refs[reference]
-                share = float(detector.similarity_matrix[i, j][1])  # of the answer's code, found in the student's
-                overlap = int(detector.token_overlap_matrix[i, j])
-                if share < COURSE_COPY_SHARE or overlap < min_overlap or (path, reference) not in detector.slice_matrix:
-                    continue
-                code = detector.file_data[path].raw_code
-                matches = [code[int(s) : int(e)] for s, e in np.asarray(detector.slice_matrix[(path, reference)][0]).T]
-                copied.append(CopiedFromCourse(assignment, student, answer, share, overlap, matches))
+        copied = _repeats_of_answers(detector, assignment, dict(zip(students, paths)), dict(zip(answers or {}, references)), min_overlap)
     return pairs, copied
+
+
+def _add_references(detector: Any, folder: Path, answers: dict[str, str]) -> list[str]:
+    """Give ``detector`` each of the course's answers (name -> code) as a reference only: compared with each student,
+    not with each other. Returns their files, in order."""
+    paths = []
+    for i, code in enumerate(answers.values()):
+        path = folder / f"course-{i:03d}.py"
+        path.write_text(code, encoding="utf-8")
+        detector.add_file(str(path), type="ref")
+        paths.append(str(path))
+    return paths
+
+
+def _repeats_of_answers(
+    detector: Any, assignment: str, students: dict[str, str], answers: dict[str, str], min_overlap: int
+) -> list[CopiedFromCourse]:
+    """From a run copydetect ``detector``: the students (id -> file) whose code holds one of the course's answers
+    (name -> reference file), at least ``COURSE_COPY_SHARE`` of it and ``min_overlap`` tokens."""
+    import numpy as np
+
+    tests = {path: i for i, path in enumerate(detector.test_files)}
+    refs = {path: j for j, path in enumerate(detector.ref_files)}
+    copied = []
+    for student, path in students.items():
+        for answer, reference in answers.items():
+            i, j = tests[path], refs[reference]
+            share = float(detector.similarity_matrix[i, j][1])  # of the answer's code, found in the student's
+            overlap = int(detector.token_overlap_matrix[i, j])
+            if share < COURSE_COPY_SHARE or overlap < min_overlap or (path, reference) not in detector.slice_matrix:
+                continue
+            code = detector.file_data[path].raw_code
+            matches = [code[int(s) : int(e)] for s, e in np.asarray(detector.slice_matrix[(path, reference)][0]).T]
+            copied.append(CopiedFromCourse(assignment, student, answer, share, overlap, matches))
+    return copied
 
 
 def clean_code_html(html: str) -> str:
