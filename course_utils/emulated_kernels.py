@@ -23,6 +23,8 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
+from .tripwires import answers
+
 # Options a real launch accepts besides the kernel's own arguments (``kernel[grid](..., num_warps=4)``).
 LAUNCH_OPTIONS = frozenset({"num_warps", "num_stages", "num_ctas", "maxnreg", "enable_fp_fusion"})
 
@@ -171,6 +173,7 @@ class SoftmaxRowKernel(EmulatedKernel):
     name = "softmax_row_kernel"
     parameters = ("X", "OUT", "n_cols", "stride_x", "stride_out", "BLOCK")
 
+    @answers("07_fused_attention", "softmax_row_kernel", "softmax_rows")  # refused where the real kernel is graded
     def run(self, grid: tuple[int, int, int], args: dict[str, Any]) -> None:
         X, OUT = pointer(args, "X"), pointer(args, "OUT")
         _same_device({"X": X, "OUT": OUT})
@@ -233,6 +236,7 @@ class FlashAttentionKernel(EmulatedKernel):
         "BLOCK_D",
     )
 
+    @answers("07_fused_attention", "flash_attention_kernel", "flash_attention_triton")
     def run(self, grid: tuple[int, int, int], args: dict[str, Any]) -> None:
         tensors = {name: pointer(args, name) for name in "QKVOL"}
         _same_device(tensors)

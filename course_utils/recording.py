@@ -538,8 +538,7 @@ def _standing_in(fn: Any, stand_ins: dict[str, Any] | None) -> Iterator[None]:
     from .tripwires import unrefused  # a stand-in the test chose may run the course's answers: it is the test's code
 
     def standing_in(stand_in: Any) -> Any:
-        launched = callable(stand_in) and not isinstance(stand_in, type) and hasattr(type(stand_in), "__getitem__")
-        return shielded(stand_in if launched else unrefused(stand_in))  # an emulated kernel stays subscriptable
+        return shielded(unrefused(stand_in))  # an emulated kernel stays subscriptable through both
 
     saved = {name: namespace.get(name, _MISSING) for name in stand_ins}
     namespace.update({name: standing_in(stand_in) for name, stand_in in stand_ins.items()})

@@ -184,7 +184,10 @@ def answers_refused(functions: Sequence[str], graded: Any = None) -> Iterator[li
 def unrefused(fn: F) -> F:
     """``fn`` run with every refused answer its own again: a stand-in a test passes on purpose, for another
     function than the one under test, may run the course's code (``tile_function_stand_ins`` runs
-    ``sdpa_gradients`` inside 08's ``flash_attention``)."""
+    ``sdpa_gradients`` inside 08's ``flash_attention``; a launcher's test launches 07's emulated kernel).
+    A stand-in launched like a kernel (``kernel[grid](...)``) stays subscriptable, its launches unrefused too."""
+    if callable(fn) and not isinstance(fn, type) and hasattr(type(fn), "__getitem__"):
+        return _UnrefusedKernel(fn)  # type: ignore[return-value]
 
     @functools.wraps(fn)
     def run(*args: Any, **kwargs: Any) -> Any:
@@ -199,3 +202,16 @@ def unrefused(fn: F) -> F:
                     _set(answer, _refused[answer][1])
 
     return run  # type: ignore[return-value]
+
+
+class _UnrefusedKernel:
+    """A stand-in kernel whose calls and launches run with the refused answers their own again."""
+
+    def __init__(self, kernel: Any) -> None:
+        self.__wrapped__ = kernel
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return unrefused(self.__wrapped__.__call__)(*args, **kwargs)
+
+    def __getitem__(self, grid: Any) -> Callable[..., Any]:
+        return unrefused(self.__wrapped__[grid])

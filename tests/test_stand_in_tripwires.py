@@ -307,3 +307,24 @@ def test_no_test_calls_a_declared_name_where_it_is_only_carried() -> None:
             if nbgrader_meta(cell).get("grade") and not is_solution_cell(cell):
                 names = {n.id for n in ast.walk(ast.parse("".join(cell["source"]))) if isinstance(n, ast.Name)}
                 assert not names & carried, (folder.name, nbgrader_meta(cell)["grade_id"], names & carried)
+
+
+LAUNCHER = (
+    "def softmax_rows(x):\n"
+    "    out = torch.empty_like(x)\n"
+    "    softmax_row_kernel[(x.shape[0],)](x, out, x.shape[1], x.stride(0), out.stride(0), BLOCK=16)\n"
+    "    return out\n"
+)
+ROWS_TEST = "x = torch.randn(3, 10)\nassert check_equal(call(softmax_rows, x{}), torch.softmax(x, dim=-1), label='rows')\n"
+
+
+def test_a_launcher_that_launches_the_course_emulation_fails_its_test_and_the_launcher_test_keeps_it(tmp_path: Path) -> None:
+    graded = ["softmax_row_kernel", "softmax_rows"]
+    emulation = "from course_utils.emulated_kernels import SOFTMAX_ROW_KERNEL as softmax_row_kernel\n"
+    with pytest.raises(CheckFailed) as failed:
+        record_and_replay(tmp_path, emulation + LAUNCHER, graded, ROWS_TEST.format(""))
+    assert "ran SoftmaxRowKernel.run (course_utils.emulated_kernels)" in failed.value.problem, failed.value.problem
+    # The launcher's own test stands the emulation in for the kernel on purpose: there it runs.
+    table = "from course_utils.emulated_kernels import SOFTMAX_ROW_KERNEL_STAND_IN\n"
+    (tmp_path / "launcher").mkdir()
+    record_and_replay(tmp_path / "launcher", LAUNCHER, graded, table + ROWS_TEST.format(", stand_ins=SOFTMAX_ROW_KERNEL_STAND_IN"))
