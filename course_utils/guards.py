@@ -33,6 +33,7 @@ OWNERS = (
     "course_utils.recording",
     "autograder.solutions",
     "course_utils.stand_ins",
+    "course_utils.tripwires",
 )
 
 

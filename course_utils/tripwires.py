@@ -9,6 +9,11 @@ import importlib
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Sequence, TypeVar
 
+from .guards import Guards
+
+# A student line that names what refuses the course's answers, or the module, is flagged for review (course_utils.guards).
+GUARDS = Guards(names=("ANSWERS", "_refused", "_set", "unrefused", "answers_refused"), module=True)
+
 
 class ForbiddenCallError(RuntimeError):
     """Raised by a built-in that a graded function must not call."""
@@ -83,7 +88,7 @@ class Answers:
 
 ANSWERS: dict[Callable[..., Any], tuple[Answers, ...]] = {}  # course function -> what it answers
 # The modules that declare answers: importing them fills ANSWERS (declared_answers).
-ANSWER_MODULES = ("course_utils.stand_ins", "course_utils.model_stand_ins", "course_utils.autograd_refs")
+ANSWER_MODULES = ("course_utils.stand_ins", "course_utils.model_stand_ins", "course_utils.autograd_refs", "course_utils.emulated_kernels")
 
 
 def declared_answers() -> dict[Callable[..., Any], tuple[Answers, ...]]:

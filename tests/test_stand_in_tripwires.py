@@ -328,3 +328,16 @@ def test_a_launcher_that_launches_the_course_emulation_fails_its_test_and_the_la
     table = "from course_utils.emulated_kernels import SOFTMAX_ROW_KERNEL_STAND_IN\n"
     (tmp_path / "launcher").mkdir()
     record_and_replay(tmp_path / "launcher", LAUNCHER, graded, table + ROWS_TEST.format(", stand_ins=SOFTMAX_ROW_KERNEL_STAND_IN"))
+
+
+def test_every_module_that_declares_answers_is_listed() -> None:
+    # A module whose @answers ANSWER_MODULES does not list would be missed by the class report's copy check.
+    from autograder.settings import REPO_ROOT
+    from course_utils.tripwires import ANSWER_MODULES
+
+    declaring = {
+        f"course_utils.{p.stem}"
+        for p in (REPO_ROOT / "course_utils").glob("*.py")
+        if "\n@answers(" in p.read_text() or "    @answers(" in p.read_text()
+    }
+    assert declaring == set(ANSWER_MODULES)
