@@ -3,13 +3,16 @@
 Colab gives torch, numpy, matplotlib and a Jupyter kernel, and nothing of this course. A student
 notebook's setup cell must install the rest, here from the handout folder ``release --handout``
 wrote (``COURSE_PACKAGE_SOURCE``) instead of the handout's repository on GitHub: the students'
-package alone, with no grader and no solution anywhere in the runtime. The solutions, for
-self-learners, run in a runtime of their own that has the course on its path.
+package alone, with no grader and no solution installed in the runtime. The solutions run there
+too, with one grader module on their path only (``grader_loader``), as in the sealed run: the one
+their hidden tests import ``load_solution`` from. So a solution's self-check, which runs the visible
+tests the handout's notebooks hold, runs them with the students' package alone.
 """
 
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from dataclasses import dataclass, field
@@ -40,7 +43,7 @@ class ColabRuntime:
         probe = [str(self.python), "-c", f"import importlib.util, sys; sys.exit(importlib.util.find_spec({module!r}) is None)"]
         return subprocess.run(probe, cwd=self.root).returncode == 0
 
-    def execute(self, notebook_path: Path, *, allow_errors: bool, timeout: int = 180) -> "NotebookRun":
+    def execute(self, notebook_path: Path, *, allow_errors: bool, timeout: int = 180, path: Path | None = None) -> "NotebookRun":
         from jupyter_client.kernelspec import KernelSpecManager
         from jupyter_client.manager import KernelManager
 
@@ -49,6 +52,8 @@ class ColabRuntime:
         env[SOURCE_ENV_VAR] = self.package_source.as_uri()
         env["OMP_NUM_THREADS"] = "1"  # the tests run two notebooks at once on two cores: one thread each
         env["PATH"] = f"{self.root / 'bin'}{os.pathsep}{env.get('PATH', '')}"
+        if path is not None:
+            env["PYTHONPATH"] = str(path)
         notebook = run_notebook(
             notebook_path,
             kernel_manager=KernelManager(kernel_name=KERNEL_NAME, kernel_spec_manager=specs),
@@ -105,13 +110,12 @@ def link_installed(names: list[str], into: Path, *, leave_out: frozenset[str]) -
     return linked
 
 
-def make_runtime(root: Path, package_source: Path, *, course_on_path: bool = False) -> ColabRuntime:
+def make_runtime(root: Path, package_source: Path) -> ColabRuntime:
     """A fresh venv with Colab's packages (the course's CPU build of torch) and a kernel; setup cells install from
-    ``package_source``. With ``course_on_path`` the checkout (course_utils and the grader's solution loader) and
-    Triton are importable already, so that the solution notebooks' setup cells find them.
+    ``package_source``.
 
     They are linked from this environment through a ``.pth`` file (pip leaves what lies outside the
-    venv alone). Triton is otherwise left out: notebook 07's setup cell must install it, as Colab's may.
+    venv alone). Triton is left out: notebook 07's setup cell must install it, as Colab's may.
     """
     subprocess.run([sys.executable, "-m", "venv", str(root)], check=True)
     python = str(root / "bin" / "python")
@@ -119,12 +123,17 @@ def make_runtime(root: Path, package_source: Path, *, course_on_path: bool = Fal
         [python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"], check=True, capture_output=True, text=True
     )
     packages = root / "colab-packages"
-    link_installed(
-        COLAB_PACKAGES + (["triton"] if course_on_path else []),
-        packages,
-        leave_out=frozenset() if course_on_path else frozenset({"triton"}),
-    )
-    paths = [str(packages), *([str(REPO_ROOT)] if course_on_path else [])]
-    (Path(site.stdout.strip()) / "colab-packages.pth").write_text("\n".join(paths) + "\n")
+    link_installed(COLAB_PACKAGES, packages, leave_out=frozenset({"triton"}))
+    (Path(site.stdout.strip()) / "colab-packages.pth").write_text(f"{packages}\n")
     subprocess.run([python, "-m", "ipykernel", "install", "--prefix", str(root), "--name", KERNEL_NAME], check=True, capture_output=True)
     return ColabRuntime(root, package_source)
+
+
+def grader_loader(folder: Path) -> Path:
+    """A folder holding, of the grader, only ``autograder/solutions.py`` (and its package's ``__init__``): what the
+    sandbox binds for hidden tests. Put on a solution run's path, nothing else of the grader is importable."""
+    package = folder / "autograder"
+    package.mkdir(parents=True, exist_ok=True)
+    for name in ("__init__.py", "solutions.py"):
+        shutil.copy2(REPO_ROOT / "autograder" / name, package / name)
+    return folder

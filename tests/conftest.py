@@ -7,13 +7,11 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterator
 
-import nbformat
 import pytest
 from helpers import ASSIGNMENTS, ColabRuns, GradedClass, build_class, tree_digest
 
 from autograder.grading.pipeline import grade
 from autograder.settings import REPO_ROOT, SOLUTIONS_DIR
-from course_utils.student_values import with_student_id
 
 if TYPE_CHECKING:
     pass
@@ -133,25 +131,20 @@ def repo_root() -> Path:
 
 @pytest.fixture(scope="session")
 def colab_runs(tmp_path_factory: pytest.TempPathFactory) -> ColabRuns:
-    """Every notebook run in a Colab-like runtime: the handout's notebooks as a student gets them (the first one's
+    """Every notebook run in a Colab-like runtime, as a student gets it: the handout's notebooks (the first one's
     setup cell installs the students' package from the handout, notebook 07's adds Triton for the notebooks after
-    it), the same notebooks with the solution's answers in them (their visible tests, as check_my_work runs them,
-    must pass with the students' package alone), and the solutions, for self-learners, beside the course."""
-    from colab_like import make_runtime
+    it), and the solutions in the same runtime, with the grader's solution loader alone beside the students'
+    package (their self-checks run the handout's visible tests, as check_my_work does)."""
+    from colab_like import grader_loader, make_runtime
 
     from autograder.handout import write_handout
-    from autograder.submissions import solved
     from course_utils.colab import CourseAddress
 
     root = tmp_path_factory.mktemp("colab")
     handout = write_handout(root / "handout", address=CourseAddress()).root
     runtime = make_runtime(root / "venv", handout)
-    solutions_runtime = make_runtime(root / "course-venv", REPO_ROOT, course_on_path=True)
+    loader = grader_loader(root / "grader")
     student_path = {name: handout / "notebooks" / name / f"{name}.ipynb" for name in ASSIGNMENTS}
-    answered_path = {name: root / "answered" / f"{name}.ipynb" for name in ASSIGNMENTS}
-    for name, path in answered_path.items():
-        path.parent.mkdir(exist_ok=True)
-        nbformat.write(with_student_id(solved(name, notebooks_dir=handout / "notebooks"), "a-student"), path)
     kernels = next((name for name in ASSIGNMENTS if name.startswith("07")), None)
     # One at a time first, the runs whose setup cells pip-install: the first notebook installs the
     # package, notebook 07 adds Triton (and reinstalls the package). Nothing after them installs anything.
@@ -166,11 +159,10 @@ def colab_runs(tmp_path_factory: pytest.TempPathFactory) -> ColabRuns:
         students = {
             name: pool.submit(runtime.execute, student_path[name], allow_errors=True) for name in ASSIGNMENTS if name not in student
         }
-        answers = {name: pool.submit(runtime.execute, answered_path[name], allow_errors=False) for name in ASSIGNMENTS}
         solutions = {
-            name: pool.submit(solutions_runtime.execute, SOLUTIONS_DIR / name / f"{name}.ipynb", allow_errors=False) for name in ASSIGNMENTS
+            name: pool.submit(runtime.execute, SOLUTIONS_DIR / name / f"{name}.ipynb", allow_errors=False, path=loader)
+            for name in ASSIGNMENTS
         }
         student.update({name: future.result() for name, future in students.items()})
-        answered = {name: future.result() for name, future in answers.items()}
         solution = {name: future.result() for name, future in solutions.items()}
-    return ColabRuns(runtime, student, solution, triton_before_07, answered, handout)
+    return ColabRuns(runtime, student, solution, triton_before_07, handout)

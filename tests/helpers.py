@@ -133,5 +133,4 @@ class ColabRuns:
     student: dict[str, "NotebookRun"]
     solution: dict[str, "NotebookRun"]
     triton_before_07: bool  # whether Triton was there before notebook 07's setup cell ran
-    answered: dict[str, "NotebookRun"]  # the handout's notebooks with the solution's answers in them, in the students' runtime
     handout: Path  # the handout folder the students' runtime installed from

@@ -2,14 +2,19 @@
 
 The students' runtime (tests/colab_like.py) holds only torch, numpy, matplotlib and a kernel; each handout
 notebook's setup cell installs the students' package there, from the handout. Handout notebooks must run to
-the end, failing only where a function is still a stub, and with the solution's answers in them their
-visible tests must pass there, with no grader and no solution installed. Solutions must run cleanly and quickly.
+the end, failing only where a function is still a stub. Solutions run there too, with only the grader's
+solution loader beside the students' package, and must run cleanly and quickly; their self-check runs the
+handout's visible tests (the same cells, checked below) and must find them passing.
 """
 
 from __future__ import annotations
 
+import nbformat
 import pytest
 from helpers import ASSIGNMENTS, ColabRuns
+
+from autograder.settings import SOLUTIONS_DIR
+from course_utils.notebook_cells import is_test_cell, nbgrader_meta, visible_part
 
 pytestmark = pytest.mark.slow
 
@@ -45,7 +50,11 @@ def test_student_notebook_runs_to_the_end_failing_only_at_stubs(colab_runs: Cola
 
 
 @pytest.mark.parametrize("assignment", ASSIGNMENTS)
-def test_answered_handout_notebook_passes_its_visible_tests_with_the_students_package_alone(colab_runs: ColabRuns, assignment: str) -> None:
-    run = colab_runs.answered[assignment]  # run with allow_errors=False: any error in any cell would have stopped the fixture
-    assert not run.outputs("error")
-    assert f"Self-check of {assignment}:" in run.text() and "All visible tests pass" in run.text(), run.text()[-800:]
+def test_the_solutions_self_check_runs_the_handouts_visible_tests(colab_runs: ColabRuns, assignment: str) -> None:
+    # The solution's check_my_work runs the visible part of each test cell: exactly the test cells the handout holds.
+    handout = nbformat.read(colab_runs.handout / "notebooks" / assignment / f"{assignment}.ipynb", as_version=4)
+    solution = nbformat.read(SOLUTIONS_DIR / assignment / f"{assignment}.ipynb", as_version=4)
+    tests = {nbgrader_meta(c)["grade_id"]: c.source for c in handout.cells if is_test_cell(c)}
+    visible = {nbgrader_meta(c)["grade_id"]: visible_part(c.source) for c in solution.cells if is_test_cell(c)}
+    assert tests.keys() == visible.keys()
+    assert all(tests[t].strip() == visible[t].strip() for t in tests), [t for t in tests if tests[t].strip() != visible[t].strip()]
