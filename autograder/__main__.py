@@ -92,7 +92,9 @@ def _release_check() -> int:
         print(problem)
     if problems:
         print("notebooks/ is stale: run `python -m autograder release` and commit the result.")
-    leaks = handout_problems()
+    from .settings import NOTEBOOKS_DIR
+
+    leaks = handout_problems(released=None if problems else NOTEBOOKS_DIR)  # in sync: no second generation
     for leak in leaks:
         print(f"handout: {leak}")
     if leaks:

@@ -32,6 +32,7 @@ from course_utils.colab import PACKAGE, CourseAddress, colab_url, handout_addres
 from course_utils.notebook_cells import assignment_notebook
 
 from .authoring import stamp_course_cells
+from .course import list_assignments
 from .handout_leaks import Leak, handout_leaks
 from .release import generate
 from .settings import REPO_ROOT, SOLUTIONS_DIR
@@ -48,12 +49,23 @@ class Handout:
     address: CourseAddress
 
 
-def write_handout(out: Path, solutions_dir: Path = SOLUTIONS_DIR, address: CourseAddress | None = None) -> Handout:
-    """Write the students' repository into ``out`` (made if missing); ``address``: course.toml's handout address."""
+def write_handout(
+    out: Path, solutions_dir: Path = SOLUTIONS_DIR, address: CourseAddress | None = None, released: Path | None = None
+) -> Handout:
+    """Write the students' repository into ``out`` (made if missing); ``address``: course.toml's handout address.
+
+    ``released``: a folder of notebooks known to be what ``release`` generates now (``notebooks/`` once
+    ``release --check`` found it in sync), copied instead of generated again.
+    """
     address = handout_address() if address is None else address
     with tempfile.TemporaryDirectory(prefix="handout-") as tmp:
         staging = Path(tmp) / "handout"
-        names = tuple(generate(solutions_dir.resolve(), staging / "notebooks"))
+        if released is None:
+            names = tuple(generate(solutions_dir.resolve(), staging / "notebooks"))
+        else:
+            names = tuple(list_assignments(solutions_dir))
+            for name in names:
+                shutil.copytree(released / name, staging / "notebooks" / name, ignore=shutil.ignore_patterns(".ipynb_checkpoints"))
         for name in names:
             _point_at(assignment_notebook(staging / "notebooks", name), name, address)
         shutil.copytree(REPO_ROOT / STUDENT_PACKAGE, staging / STUDENT_PACKAGE, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
@@ -193,10 +205,10 @@ def _run(command: list[str]) -> str:
     return result.stdout
 
 
-def handout_problems(solutions_dir: Path = SOLUTIONS_DIR) -> list[Leak]:
+def handout_problems(solutions_dir: Path = SOLUTIONS_DIR, released: Path | None = None) -> list[Leak]:
     """Every leak of a freshly written handout, and of its package as pip installs it (``release --check``)."""
     with tempfile.TemporaryDirectory(prefix="handout-check-") as tmp:
-        handout = write_handout(Path(tmp) / "handout", solutions_dir).root
+        handout = write_handout(Path(tmp) / "handout", solutions_dir, released=released).root
         leaks = handout_leaks(handout, solutions_dir)
         site = installed_package(handout, Path(tmp) / "install")
         leaks += [Leak(f"installed: {leak.path}", leak.what) for leak in handout_leaks(site, solutions_dir)]
