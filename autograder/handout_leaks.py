@@ -168,9 +168,9 @@ def _leaks_in(path: Path, texts: list[AnswerText]) -> list[str]:
         for answer in texts:
             if answer.notebook and answer.notebook == _notebook_name(path) and answer.grade_id == grade_id:
                 continue  # the exercise's own scaffold in its own notebook
-            if stand_ins:
-                lines = normalised(_without(raw, [s for s in stand_ins if s.stands_in_for(answer)]))
-            text, flat = "\n".join(lines), " ".join(lines)
+            exempt = [s for s in stand_ins if s.stands_in_for(answer)]
+            seen = normalised(_without(raw, exempt)) if exempt else lines  # a .py file is one piece: its whole text
+            text, flat = "\n".join(seen), " ".join(seen)
             run = next((run for run in sorted(answer.runs) if "\n".join(run) in text), None)
             if run:
                 found.append(f"{where}repeats {answer.answer}: {' / '.join(run)}")
