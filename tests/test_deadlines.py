@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import zipfile
 from datetime import datetime, timedelta, timezone
@@ -195,3 +196,33 @@ def test_a_timestamp_handed_in_inside_a_zip_is_never_read(tmp_path: Path) -> Non
     with opened(folder) as received:
         intake = take_in(received, [A], {})
     assert intake.chosen[("smith", A)].submitted_at is None
+
+
+def test_a_copy_in_the_students_own_zip_or_sub_folder_never_sheds_the_folders_hand_in_time(tmp_path: Path) -> None:
+    """A late hand-in in nbgrader's layout, with a copy of the notebook dated 2099 in a zip and in a sub-folder beside it:
+    the notebook its timestamp.txt dates is graded, late; a copy alone keeps the folder's time."""
+    late = "2026-12-09 08:00:00.000000 UTC"
+    inner = tmp_path / "copy.zip"
+    with zipfile.ZipFile(inner, "w") as zipped:
+        zipped.writestr(zipfile.ZipInfo(f"{A}.ipynb", date_time=(2099, 1, 1, 0, 0, 0)), '{"copy": 1}')
+        zipped.writestr("timestamp.txt", "2000-01-01 00:00:00.000000 UTC")  # the student's text: never read
+    submitted = tmp_path / "submitted"
+    for student, keeps_original in (("mia", True), ("ned", False)):
+        folder = submitted / student / A
+        folder.mkdir(parents=True)
+        (folder / "timestamp.txt").write_text(late)
+        if keeps_original:
+            (folder / f"{A}.ipynb").write_text("{}")
+        shutil.copy(inner, folder / "copy.zip")
+        (folder / "old").mkdir()
+        (folder / "old" / f"{A}.ipynb").write_text('{"old": 1}')
+        os.utime(folder / "old" / f"{A}.ipynb", (4_070_908_800, 4_070_908_800))  # dated 2099 too
+    with opened(submitted) as received:
+        intake = take_in(received, [A], {})
+        mia, ned = intake.chosen[("mia", A)], intake.chosen[("ned", A)]
+        assert mia.received_as == f"mia/{A}/{A}.ipynb"  # not the zip's copy, nor the sub-folder's, though both are newer
+        assert f"not 'mia/{A}/copy/{A}.ipynb', 'mia/{A}/old/{A}.ipynb'" in mia.notes[-1]
+        assert ned.received_as in (f"ned/{A}/copy/{A}.ipynb", f"ned/{A}/old/{A}.ipynb")
+    moment = datetime(2026, 12, 9, 8, 0, tzinfo=UTC)
+    assert mia.submitted_at == SubmittedAt(moment, "timestamp.txt")
+    assert ned.submitted_at == SubmittedAt(moment, "timestamp.txt")  # the copy graded still carries the folder's time

@@ -148,13 +148,28 @@ class Received:
     extracted: frozenset[Path] = frozenset()  # every file that came out of an archive
 
     def submitted_at(self, notebook: Path) -> SubmittedAt | None:
-        """When ``notebook`` was handed in: the LMS's date of its zip entry; for a folder in nbgrader's layout, the
-        timestamp.txt beside it. A timestamp.txt that came out of an archive is the student's, and never read."""
+        """When ``notebook`` was handed in: the LMS's date of its zip entry; else the nearest genuine timestamp.txt at
+        or above it (nbgrader's layout): a copy in a sub-folder or a student's own zip keeps its folder's hand-in time.
+        A timestamp.txt that came out of an archive is the student's, and never read."""
         if notebook in self.dates:
             return SubmittedAt(datetime.fromtimestamp(self.dates[notebook], timezone.utc), "zip entry date")
-        if notebook in self.extracted or notebook.parent / TIMESTAMP_FILE in self.extracted:
-            return None
-        return read_timestamp(notebook)
+        folder = notebook.parent
+        while folder == self.root or self.root in folder.parents:
+            if (folder / TIMESTAMP_FILE) not in self.extracted and (found := read_timestamp(folder / notebook.name)):
+                return found
+            folder = folder.parent
+        return None
+
+    def dated_directly(self, notebook: Path) -> bool:
+        """Whether the hand-in time is this file's own (its LMS entry, or nbgrader's timestamp.txt beside it), not
+        one inherited from a folder above: the file that time dates is the one to grade."""
+        if notebook in self.dates:
+            return True
+        return (
+            notebook not in self.extracted
+            and (notebook.parent / TIMESTAMP_FILE) not in self.extracted
+            and (read_timestamp(notebook) is not None)
+        )
 
 
 @contextmanager
@@ -362,8 +377,11 @@ def take_in(
         else:
             intake.unplaced_refused.append((handin, f"{handin.received_as!r}: {why}"))
     by_pair: dict[tuple[str, str], list[Handin]] = {}
+    dated: set[Path] = set()
     for path in notebook_files(root, received.limits):
         handin = replace(place(path, root, known, pattern, graded_functions), submitted_at=received.submitted_at(path))
+        if received.dated_directly(path):
+            dated.add(path)
         if handin.student is None:
             intake.unplaced.append(
                 (
@@ -376,8 +394,9 @@ def take_in(
         else:
             by_pair.setdefault((handin.student, handin.assignment), []).append(handin)
     for pair, handins in by_pair.items():
-        # The file under its released name wins; else the newest; the name breaks ties.
-        handins.sort(key=lambda h: (not h.released_name, -h.path.stat().st_mtime, h.received_as))
+        # The file its hand-in time dates wins (a copy elsewhere in the folder, or in a zip the student made, never
+        # does: its dates are the student's); then the released name; else the newest; the name breaks ties.
+        handins.sort(key=lambda h: (h.path not in dated, not h.released_name, -h.path.stat().st_mtime, h.received_as))
         best, others = handins[0], handins[1:]
         if others:
             skipped = ", ".join(repr(h.received_as) for h in others)
