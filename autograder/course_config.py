@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .settings import IGNORED_STDERR, MAX_OUTPUT_CHARS, GradingLimits
+from .settings import IGNORED_STDERR, MAX_OUTPUT_CHARS, MAX_OUTPUTS_PER_CELL, MAX_RICH_OUTPUT_BYTES, GradingLimits
 
 if TYPE_CHECKING:
     from traitlets.config import Config
@@ -73,6 +73,8 @@ def _configure_autograde(
         "nbgrader.preprocessors.CheckCellMetadata",
     ]
     c.LimitOutputSize.max_chars = MAX_OUTPUT_CHARS
+    c.LimitOutputSize.max_outputs = MAX_OUTPUTS_PER_CELL
+    c.LimitOutputSize.max_rich_bytes = MAX_RICH_OUTPUT_BYTES
     c.IgnorePattern.enabled = True  # off by default in nbgrader 0.9
     c.IgnorePattern.pattern = IGNORED_STDERR
 

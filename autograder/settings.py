@@ -49,6 +49,22 @@ ARCHIVE_LIMITS = ArchiveLimits()
 
 # Stream output kept per cell: a printed giant tensor must not bloat the gradebook and feedback.
 MAX_OUTPUT_CHARS = 20_000
+# Outputs kept per cell, and bytes of rich output (plots, HTML) per cell: every page that shows the graded
+# notebook (feedback, formgrader) renders them, so what a student's code displays must not set that page's cost.
+MAX_OUTPUTS_PER_CELL = 50
+MAX_RICH_OUTPUT_BYTES = 4 * 2**20
+
+
+@dataclass(frozen=True)
+class NotebookLimits:
+    """What one handed-in notebook may hold, checked before it is read further: every page that shows it costs
+    time in proportion to its cells and text. The released notebooks hold under 100 cells and 200,000 characters."""
+
+    cells: int = 1_000
+    source_chars: int = 2_000_000
+
+
+NOTEBOOK_LIMITS = NotebookLimits()
 
 # stderr lines that must not zero a test cell: Python warnings ("UserWarning: ...")
 # and the matplotlib font-cache notice printed on a fresh machine.

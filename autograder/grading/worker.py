@@ -28,7 +28,7 @@ from course_utils.notebook_cells import (
 )
 
 from ..course import NbgraderError, ScratchCourse, failure_reason, scratch_course
-from ..settings import MAX_OUTPUT_CHARS
+from ..settings import MAX_OUTPUT_CHARS, MAX_OUTPUTS_PER_CELL, MAX_RICH_OUTPUT_BYTES
 from .admission import read_submission, repair, review_flags, sandbox_violations
 from .models import (
     AssignmentSpec,
@@ -43,6 +43,7 @@ from .models import (
     SubmissionResult,
     TestRow,
 )
+from .notebook_size import too_large
 from .run_report import ReportInvalid, RunReport, read_run_report
 from .sandbox import prewarm_runner
 from .verdicts import Status
@@ -217,8 +218,10 @@ def grade_one(course: ScratchCourse, api: Any, submission: Submission, spec: Ass
     notes = list(submission.notes)
     clock, stages = Clock(), {}
     try:
-        released = nbformat.read(assignment_notebook(course.root / "release", name), as_version=4)
         notebook = read_submission(submission, name)
+        if (why := too_large(notebook)) is not None:  # before anything renders or repairs it
+            raise SubmissionProblem(Kind.REFUSED, f"not graded: {why}")
+        released = nbformat.read(assignment_notebook(course.root / "release", name), as_version=4)
         notebook, repairs = repair(notebook, released)
         notes += repairs.notes()
         if not {nbgrader_meta(c).get("grade_id") for c in notebook.cells} & (set(spec.tests) | spec.functions):
@@ -354,7 +357,10 @@ def diagnose(autograded: Path, report: RunReport, options: GradingOptions) -> li
     if errors:
         notes.append(f"errors in your code: {'; '.join(errors)}")
     if truncated:
-        notes.append(f"printed output was cut (at most {MAX_OUTPUT_CHARS} characters per cell are kept)")
+        notes.append(
+            f"printed output was cut (per cell, at most {MAX_OUTPUT_CHARS:,} characters, {MAX_OUTPUTS_PER_CELL} outputs"
+            f" and {MAX_RICH_OUTPUT_BYTES / 2**20:g} MiB of plots and other displays are kept)"
+        )
     return notes
 
 

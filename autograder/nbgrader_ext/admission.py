@@ -3,7 +3,8 @@
 nbgrader's OverwriteCells stops with a KeyError on a cell whose nbgrader metadata names a grade id
 the release lacks (a forged test cell, say). ``repair`` (``autograder/grading/admission.py``) drops
 such metadata and restores what a student's editor stripped, so stock ``nbgrader autograde`` grades
-what ``python -m autograder grade`` grades. On a notebook ``grade`` has already repaired it changes nothing.
+what ``python -m autograder grade`` grades. On a notebook ``grade`` has already repaired it changes nothing. A notebook
+past ``NotebookLimits`` is refused here as ``grade`` refuses it.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from nbgrader.preprocessors import ClearHiddenTests, NbGraderPreprocessor, Overw
 from traitlets import Unicode
 
 from ..grading.admission import repair
+from ..grading.notebook_size import too_large
 
 
 class AdmitSubmission(NbGraderPreprocessor):  # enabled by default, as nbconvert's own are not
@@ -26,6 +28,8 @@ class AdmitSubmission(NbGraderPreprocessor):  # enabled by default, as nbconvert
 
     def preprocess(self, nb: NotebookNode, resources: dict[str, Any]) -> tuple[NotebookNode, dict[str, Any]]:
         about = resources.get("nbgrader", {})
+        if (why := too_large(nb)) is not None:  # nbgrader then fails this one submission, and says why
+            raise ValueError(f"{about.get('student', '?')}: not graded: {why}")
         released_path = Path(self.release_dir) / str(about.get("assignment", "")) / f"{about.get('notebook', '')}.ipynb"
         if not released_path.is_file():
             self.log.warning("no released notebook at %s: the submission is not repaired", released_path)
