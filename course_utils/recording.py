@@ -84,6 +84,7 @@ class CallOutcome:
     message: str = ""
     forbidden_calls: tuple[str, ...] = ()
     answers_ran: tuple[str, ...] = ()  # the course's own answers to the function under test that it reached
+    autograd_ran: tuple[str, ...] = ()  # a hand-written gradient's run: the autograd it went through (tripwires.autograd_refused)
 
     def raised(self, error: type[BaseException]) -> bool:
         return self.kind == "raised" and error.__name__ in self.error_mro
@@ -313,8 +314,10 @@ def _direct_call(fn: Any, args: tuple, kwargs: dict) -> Any:
 
 
 def _result(outcome: CallOutcome, label: str) -> Any:
-    if outcome.answers_ran and _state.mode is Mode.REPLAY:
-        raise AssertionError(_answers_message(label, outcome.answers_ran))
+    found = tripped(outcome)
+    if found and _state.mode is Mode.REPLAY:
+        problem, hint = found
+        raise AssertionError(f"{label}: {problem}\n  hint: {hint}")
     if outcome.kind == "not_written":
         raise NotWritten(f"{label}: not written yet (it raises NotImplementedError).", label.partition("(")[0])
     if outcome.kind == "raised":
@@ -388,12 +391,22 @@ def _under_test(target: str) -> tuple[str, ...]:
     return (origin,) if origin else ()
 
 
-def _answers_message(label: str, ran: tuple[str, ...]) -> str:
-    """What a replayed check says when the student's code reached the course's answer to the function under test."""
-    from .tripwires import answered_here
+def tripped(outcome: CallOutcome) -> tuple[str, str] | None:
+    """The problem and hint of an invocation whose run reached what the test under way refuses: the course's
+    answer to the function under test, or autograd inside a gradient written by hand. None if it reached neither."""
+    from .tripwires import answered_here, autograd_here
 
-    problem, hint = answered_here(ran)
-    return f"{label}: {problem}\n  hint: {hint}"
+    if outcome.answers_ran:
+        return answered_here(outcome.answers_ran)
+    if outcome.autograd_ran:
+        return autograd_here(outcome.autograd_ran)
+    return None
+
+
+def tripwires_fired(outcome: CallOutcome) -> tuple[str, ...]:
+    """What the tripwires saw an invocation run, as runtime evidence for a person to read: forbidden built-ins,
+    the course's answers, autograd inside a hand-written gradient."""
+    return tuple(dict.fromkeys((*outcome.forbidden_calls, *outcome.answers_ran, *outcome.autograd_ran)))
 
 
 def invoke(
@@ -566,15 +579,23 @@ def _run(
 ) -> CallOutcome:
     """Run student code with warnings silenced and the test's random numbers left untouched.
 
-    ``refused``: the graded names under test, whose course answers (``tripwires.answers_refused``) may not run.
+    ``refused``: the graded names under test, whose course answers (``tripwires.answers_refused``) may not run;
+    for a gradient written by hand (``tripwires.HAND_WRITTEN_GRADIENTS``), autograd may not run inside it either.
     """
     from .operators import builtin_kernels_run
-    from .tripwires import ForbiddenCallError, answers_refused, forbidden
+    from .tripwires import HAND_WRITTEN_GRADIENTS, ForbiddenCallError, answers_refused, autograd_refused, forbidden
 
     _state.depth += 1
     calls: list[str] = []
     kernels: list[str] = []  # the same built-ins, seen at the dispatcher: every route to them
     ran: list[str] = []
+    student, autograd = fn, []  # the student's own call, watched for autograd where the gradient is the skill
+    if attribute is None and HAND_WRITTEN_GRADIENTS.intersection(refused):
+        student, autograd = autograd_refused(fn)  # only the student's call: a wrap's own backward pass is the test's
+
+    def seen() -> dict[str, tuple[str, ...]]:
+        return {"forbidden_calls": tuple(calls + kernels), "answers_ran": tuple(ran), "autograd_ran": tuple(autograd)}
+
     try:
         with warnings.catch_warnings(), torch.random.fork_rng(devices=[]), contextlib.ExitStack() as stack:
             warnings.simplefilter("ignore")
@@ -589,29 +610,22 @@ def _run(
                     kernels = stack.enter_context(builtin_kernels_run(forbidden_builtins))  # filled when the stack closes
                     calls = stack.enter_context(forbidden(*forbidden_builtins, namespaces=namespaces))
                 try:
-                    value = (wrap(fn) if wrap else fn)(*args, **kwargs)
+                    value = (wrap(student) if wrap else student)(*args, **kwargs)
                 except ForbiddenCallError:
                     value = None
     except NotImplementedError:
-        return CallOutcome("not_written", forbidden_calls=tuple(calls + kernels), answers_ran=tuple(ran))
+        return CallOutcome("not_written", **seen())
     except Exception as error:  # noqa: BLE001 - any failure of student code is an outcome
         mro = tuple(c.__name__ for c in type(error).__mro__)
-        return CallOutcome(
-            "raised",
-            error_type=type(error).__name__,
-            error_mro=mro,
-            message=str(error)[:2000],
-            forbidden_calls=tuple(calls + kernels),
-            answers_ran=tuple(ran),
-        )
+        return CallOutcome("raised", error_type=type(error).__name__, error_mro=mro, message=str(error)[:2000], **seen())
     finally:
         _state.depth -= 1
     if wrap_objects and not _is_data(value):
         number = _state.next_handle
         _state.next_handle += 1
         _state.handles[number] = value
-        return CallOutcome("handle", value=Handle(number, value), forbidden_calls=tuple(calls + kernels), answers_ran=tuple(ran))
-    return CallOutcome("value", value=value, forbidden_calls=tuple(calls + kernels), answers_ran=tuple(ran))
+        return CallOutcome("handle", value=Handle(number, value), **seen())
+    return CallOutcome("value", value=value, **seen())
 
 
 # --- running code again in the trusted pass (autograder.grading.misconceptions) -------------------------
@@ -737,6 +751,7 @@ def _outcome_to_wire(outcome: CallOutcome) -> dict[str, Any]:
                 "message": "the result is too large to grade",
                 "forbidden_calls": list(outcome.forbidden_calls),
                 "answers_ran": list(outcome.answers_ran),
+                "autograd_ran": list(outcome.autograd_ran),
             }
         value = _to_wire(value)
     return {
@@ -747,6 +762,7 @@ def _outcome_to_wire(outcome: CallOutcome) -> dict[str, Any]:
         "message": outcome.message,
         "forbidden_calls": list(outcome.forbidden_calls),
         "answers_ran": list(outcome.answers_ran),
+        "autograd_ran": list(outcome.autograd_ran),
     }
 
 
@@ -761,6 +777,7 @@ def _outcome_from_wire(wire: Any) -> CallOutcome:
         message=str(wire.get("message", ""))[:2000],
         forbidden_calls=tuple(str(call) for call in wire.get("forbidden_calls", ()))[:50],
         answers_ran=tuple(str(name) for name in wire.get("answers_ran", ()))[:50],
+        autograd_ran=tuple(str(name) for name in wire.get("autograd_ran", ()))[:50],
     )
 
 

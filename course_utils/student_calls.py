@@ -13,8 +13,7 @@ from typing import Any, Callable, Sequence
 import torch
 
 from .comparisons import _fail, _recording, describe
-from .recording import CallOutcome, NotWritten, invoke
-from .tripwires import answered_here
+from .recording import CallOutcome, NotWritten, invoke, tripped
 
 
 def _format_call(fn: Callable[..., Any], args: Sequence[Any], kwargs: dict[str, Any]) -> str:
@@ -26,9 +25,9 @@ def _format_call(fn: Callable[..., Any], args: Sequence[Any], kwargs: dict[str, 
 def _run_student(fn: Callable[..., Any], args: Sequence[Any], kwargs: dict[str, Any], label: str, **options: Any) -> CallOutcome:
     """One invocation of student code (run, recorded or replayed: see ``course_utils.recording``)."""
     outcome = invoke(fn, tuple(args), dict(kwargs), label=label, **options)
-    if outcome.answers_ran and not _recording():  # recorded in the sealed run, as a forbidden call is; decided here
-        problem, hint = answered_here(outcome.answers_ran)
-        _fail(label, problem, inputs=None, hint=hint)
+    found = tripped(outcome)
+    if found and not _recording():  # recorded in the sealed run, as a forbidden call is; decided here
+        _fail(label, found[0], inputs=None, hint=found[1])
     if outcome.kind == "not_written":
         raise NotWritten(f"{label}: not written yet (it raises NotImplementedError).", getattr(fn, "__name__", ""))
     return outcome

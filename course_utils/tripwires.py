@@ -12,7 +12,10 @@ from typing import Any, Callable, Iterator, Sequence, TypeVar
 from .guards import Guards
 
 # A student line that names what refuses the course's answers, or the module, is flagged for review (course_utils.guards).
-GUARDS = Guards(names=("ANSWERS", "_refused", "_set", "unrefused", "answers_refused"), module=True)
+GUARDS = Guards(
+    names=("ANSWERS", "_refused", "_set", "unrefused", "answers_refused", "_autograd_paused", "autograd_refused", "HAND_WRITTEN_GRADIENTS"),
+    module=True,
+)
 
 
 class ForbiddenCallError(RuntimeError):
@@ -187,7 +190,7 @@ def answers_refused(functions: Sequence[str], graded: Any = None) -> Iterator[li
 
 
 def unrefused(fn: F) -> F:
-    """``fn`` run with every refused answer its own again: a stand-in a test passes on purpose, for another
+    """``fn`` run with every refused answer its own again, and autograd unwatched (``autograd_refused``): a stand-in a test passes on purpose, for another
     function than the one under test, may run the course's code (``tile_function_stand_ins`` runs
     ``sdpa_gradients`` inside 08's ``flash_attention``; a launcher's test launches 07's emulated kernel).
     A stand-in launched like a kernel (``kernel[grid](...)``) stays subscriptable, its launches unrefused too."""
@@ -199,9 +202,11 @@ def unrefused(fn: F) -> F:
         paused = list(_refused)
         for answer in paused:
             _set(answer, _refused[answer][0])
+        _autograd_paused[0] += 1  # its autograd (``sdpa_gradients``) is the test's too
         try:
             return fn(*args, **kwargs)
         finally:
+            _autograd_paused[0] -= 1
             for answer in paused:
                 if answer in _refused:
                     _set(answer, _refused[answer][1])
@@ -220,3 +225,62 @@ class _UnrefusedKernel:
 
     def __getitem__(self, grid: Any) -> Callable[..., Any]:
         return unrefused(self.__wrapped__[grid])
+
+
+# --- gradients written by hand: autograd may not run inside them ------------------------------------
+
+# Graded functions whose skill is a gradient written by hand. While a test of one of them runs the student's
+# code, every ATen operator is watched (``autograd_refused``): one run by a node of autograd's backward pass
+# that the test did not start, or one of PyTorch's own backward formulas, is what ran instead of the student's.
+HAND_WRITTEN_GRADIENTS = frozenset(
+    {"softmax_backward", "attention_backward", "flash_backward_preprocess", "flash_attention_backward", "flash_attention_backward_triton"}
+)
+_autograd_paused = [0]  # > 0 while a stand-in the test passed runs: its autograd is the test's own
+
+
+def autograd_here(ran: Sequence[str]) -> tuple[str, str]:
+    """A failed check's problem and hint for a hand-written gradient whose run went through autograd ``ran``."""
+    return (
+        f"ran {'; '.join(dict.fromkeys(ran))} inside the function, while this test called it",
+        "write the gradient with your own tensor operations (the steps of the backward pass, in reverse): "
+        "autograd's backward pass and PyTorch's backward functions are what this exercise asks you to replace",
+    )
+
+
+def _autograd_watch(found: list[str]) -> Any:
+    """A TorchDispatchMode that lists, once each, the backward nodes and backward formulas its operators ran in."""
+    import torch
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    entry = torch._C._current_autograd_node()  # a test's own backward pass the call runs inside (a Function's backward)
+
+    class AutogradWatch(TorchDispatchMode):
+        def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+            if not _autograd_paused[0]:
+                node = torch._C._current_autograd_node()
+                operator = func.name().removeprefix("aten::").split(".")[0]
+                if node is not None and node is not entry:
+                    line = f"autograd's backward pass (node {type(node).__name__})"
+                elif "backward" in operator:
+                    line = f"PyTorch's backward formula aten::{operator}"
+                else:
+                    line = ""
+                if line and line not in found:
+                    found.append(line)
+            return func(*args, **(kwargs or {}))
+
+    return AutogradWatch()
+
+
+def autograd_refused(fn: F) -> tuple[F, list[str]]:
+    """``fn`` run with its ATen operators watched, and the list it fills: the backward nodes of autograd's engine
+    it ran (``torch.autograd.grad``, ``.backward()``, ``torch.func.vjp``, a Function's ``apply``, the engine by any
+    name) and PyTorch's backward formulas it called (``torch._softmax_backward_data``, by any name)."""
+    found: list[str] = []
+
+    @functools.wraps(fn)
+    def run(*args: Any, **kwargs: Any) -> Any:
+        with _autograd_watch(found):
+            return fn(*args, **kwargs)
+
+    return run, found  # type: ignore[return-value]
