@@ -19,7 +19,7 @@ from torch import nn
 from .guards import Guards
 from .recording import measured
 from .stand_ins import CAUSAL_MASK_STAND_IN, HEADS_STAND_IN, torch_causal_mask
-from .tripwires import answers
+from .tripwires import answers, runs_noted
 
 # Bound once, here: a "do not call the built-in" tripwire on the Python names must not trip over a stand-in.
 _softmax = torch.softmax
@@ -169,44 +169,40 @@ def model_calls(model: nn.Module, fn: Callable[..., Any], *args: Any, **kwargs: 
 
     A generate that uses its cache calls the model once with the prompt at ``start_pos=0``, then once per
     new token with that one token at its position; one that recomputes passes the whole sequence each
-    time. Under grading the sealed run records the calls and the trusted replay reads them.
+    time. Every run of the model's ``forward`` counts, however it was reached (``model(...)``, ``model.forward``,
+    ``type(model).forward(model, ...)``, a name built at run time): its function's code notes the call
+    (``tripwires.runs_noted``). Under grading the sealed run records the calls and the trusted replay reads them.
     """
-    signature = inspect.signature(model.forward)
-    found = [index for index, value in enumerate(args) if value is model]
-    if not found:
+    if not any(value is model for value in args):
         raise ValueError("model_calls: the model must be one of the arguments, so that its calls can be told")
+    index = next(i for i, value in enumerate(args) if value is model)
 
     def measure(thunk: Callable[[], Any], inputs: tuple, named: dict[str, Any]) -> list[dict[str, Any]]:
+        watched = inputs[index]  # run again on a copy of the model, it watches the copy
+        forward = type(watched).forward
+        signature = inspect.signature(forward)
         calls: list[dict[str, Any]] = []
 
-        def note(module: nn.Module, positional: tuple, named: dict[str, Any]) -> None:
-            bound = signature.bind(*positional, **named)
+        def note(positional: tuple, keywords: dict[str, Any]) -> None:
+            bound = signature.bind(*positional, **keywords)
             bound.apply_defaults()
-            tokens = bound.arguments["tokens"]
+            arguments = list(bound.arguments.values())
+            if not arguments or arguments[0] is not watched:  # another model of the same class
+                return
+            tokens = bound.arguments.get("tokens", arguments[1] if len(arguments) > 1 else None)
             calls.append(
                 {
                     "tokens": [int(n) for n in tokens.shape] if isinstance(tokens, torch.Tensor) else None,
-                    "start_pos": int(bound.arguments["start_pos"]),
-                    "use_cache": bool(bound.arguments["use_cache"]),
+                    "start_pos": int(bound.arguments.get("start_pos", 0)),
+                    "use_cache": bool(bound.arguments.get("use_cache", False)),
                 }
             )
 
-        # In place of the model's forward, on the instance: model(...) and model.forward(...) both come here.
-        watched = inputs[found[0]]
-        forward = watched.forward
-
-        def noted(*positional: Any, **named: Any) -> Any:
-            note(watched, positional, named)
-            return forward(*positional, **named)
-
-        watched.forward = noted
-        try:
+        with runs_noted(forward, note):
             thunk()
-        finally:
-            del watched.forward
         return calls
 
-    measure.takes_inputs = True  # type: ignore[attr-defined]  # run again on a copy of the model, it hooks the copy
+    measure.takes_inputs = True  # type: ignore[attr-defined]
     return measured("model_calls", fn, args, kwargs, measure)
 
 

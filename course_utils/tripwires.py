@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import importlib
+import types
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Sequence, TypeVar
 
@@ -284,3 +285,35 @@ def autograd_refused(fn: F) -> tuple[F, list[str]]:
             return fn(*args, **kwargs)
 
     return run, found  # type: ignore[return-value]
+
+
+# --- a function's every run, by whatever route: the course's own function objects, noted as they run -------
+
+
+def _noted(*args: Any, course_noted: Callable[..., Any] = lambda *_a, **_k: None, **kwargs: Any) -> Any:
+    """The code a noted function runs instead of its own: ``course_noted`` notes the call and runs the original."""
+    return course_noted(*args, **kwargs)
+
+
+@contextlib.contextmanager
+def runs_noted(fn: Callable[..., Any], note: Callable[[tuple, dict[str, Any]], None]) -> Iterator[None]:
+    """While the block runs, every run of the function ``fn`` calls ``note(args, kwargs)`` first, then runs as
+    before. Its code is swapped, as ``answers_refused`` swaps an answer's: a bound method, the class's attribute
+    (``type(model).forward(model, x)``), a name built at run time, ``nn.Module.__call__`` all run it.
+    A function with a closure cannot take the swapped code: TypeError.
+    """
+    if getattr(fn, "__closure__", None):
+        raise TypeError(f"{getattr(fn, '__qualname__', fn)}: a function with a closure cannot be noted by its code")
+    own: _Code = (fn.__code__, fn.__defaults__, fn.__kwdefaults__)  # type: ignore[attr-defined]
+    original = types.FunctionType(own[0], fn.__globals__, fn.__name__, own[1])  # type: ignore[attr-defined]
+    original.__kwdefaults__ = own[2]
+
+    def noted(*args: Any, **kwargs: Any) -> Any:
+        note(args, kwargs)
+        return original(*args, **kwargs)
+
+    _set(fn, (_noted.__code__, None, {"course_noted": noted}))
+    try:
+        yield
+    finally:
+        _set(fn, own)

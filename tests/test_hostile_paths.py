@@ -157,3 +157,51 @@ def test_autograd_the_test_runs_around_a_hand_written_gradient_is_not_the_studen
         "assert check_equal(got.allclose(want), True, label='inside a backward pass')\n"
     )
     record_and_replay(tmp_path, "import torch\n" + HAND_SOFTMAX_BACKWARD, ["softmax_backward"], test)
+
+
+# --- 09: a generate that makes the cached calls for show and recomputes ------------------------------
+
+CACHED_GENERATE = (
+    "import torch\n"
+    "def generate(model, prompt, n_new, use_cache=True):\n"
+    "    tokens, chosen = prompt, []\n"
+    "    with torch.no_grad():\n"
+    "        model.clear_cache()\n"
+    "        logits = model(prompt, start_pos=0, use_cache=True)\n"
+    "        for step in range(n_new):\n"
+    "            LOGITS\n"
+    "            chosen.append(logits[:, -1])\n"
+    "            tokens = torch.cat([tokens, logits[:, -1].argmax(-1, keepdim=True)], dim=1)\n"
+    "            logits = model(tokens[:, -1:], start_pos=tokens.shape[1] - 1, use_cache=True)\n"
+    "    return tokens, torch.stack(chosen, dim=1)\n"
+)
+# Where the logits a token is chosen from come from: each a full recomputation, reached around the model's call.
+RECOMPUTED = {
+    "the class's forward": "logits = type(model).forward(model, tokens)",
+    "a name built at run time": "logits = getattr(type(model), 'for' + 'ward')(model, tokens)",
+    "the bound method, kept aside": "logits = model.__class__.__dict__['forward'].__get__(model)(tokens)",
+}
+USES_THE_CACHE = (
+    "import torch\n"
+    "from course_utils.checks import model_calls\n"
+    "from course_utils.model_stand_ins import ReferenceLM\n"
+    "torch.manual_seed(0)\n"
+    "model = ReferenceLM(7, 8, 2, num_layers=1).eval()\n"
+    "prompt = torch.randint(0, 7, (1, 3))\n"
+    "calls = model_calls(model, call, generate, model, prompt, 3, returns=2)\n"
+    "want = [{'tokens': [1, 3], 'start_pos': 0, 'use_cache': True}]\n"
+    "want += [{'tokens': [1, 1], 'start_pos': 3 + i, 'use_cache': True} for i in range(3)]\n"
+    "assert check_equal(str(calls), str(want), label='the calls of the model')\n"
+)
+
+
+@pytest.mark.parametrize("route", RECOMPUTED)
+def test_a_recomputation_behind_cached_calls_fails_the_cache_test(tmp_path: Path, route: str) -> None:
+    notebook = CACHED_GENERATE.replace("LOGITS", RECOMPUTED[route])
+    with pytest.raises(CheckFailed) as failed:
+        record_and_replay(tmp_path, notebook, ["generate"], USES_THE_CACHE)
+    assert "the calls of the model: got" in str(failed.value)  # the recomputation is among the calls it counts
+
+
+def test_a_generate_that_reads_its_cache_keeps_the_cache_test(tmp_path: Path) -> None:
+    record_and_replay(tmp_path, CACHED_GENERATE.replace("LOGITS", "pass"), ["generate"], USES_THE_CACHE)
