@@ -13,7 +13,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import filecmp
-import hashlib
+import os
 import shutil
 import tempfile
 from pathlib import Path
@@ -54,11 +54,16 @@ def stamp_solution(solutions_dir: Path, name: str) -> bool:
 
 @contextlib.contextmanager
 def _one_release_at_a_time(notebooks_dir: Path) -> Iterator[None]:
-    """Two releases into one folder at once would delete each other's output half-way."""
-    key = hashlib.sha256(str(notebooks_dir.resolve()).encode()).hexdigest()[:16]
-    with open(Path(tempfile.gettempdir()) / f"attention-course-release-{key}.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
+    """Two releases into one folder at once would delete each other's output half-way. The lock is on the folder
+    that holds it (it stays while the folder itself is replaced), so no lock file is left anywhere."""
+    parent = notebooks_dir.resolve().parent
+    parent.mkdir(parents=True, exist_ok=True)
+    descriptor = os.open(parent, os.O_RDONLY)
+    try:
+        fcntl.flock(descriptor, fcntl.LOCK_EX)
         yield
+    finally:
+        os.close(descriptor)
 
 
 def release(solutions_dir: Path = SOLUTIONS_DIR, notebooks_dir: Path = NOTEBOOKS_DIR) -> list[str]:
