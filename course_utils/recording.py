@@ -403,10 +403,12 @@ def tripped(outcome: CallOutcome) -> tuple[str, str] | None:
     return None
 
 
-def tripwires_fired(outcome: CallOutcome) -> tuple[str, ...]:
-    """What the tripwires saw an invocation run, as runtime evidence for a person to read: forbidden built-ins,
-    the course's answers, autograd inside a hand-written gradient."""
-    return tuple(dict.fromkeys((*outcome.forbidden_calls, *outcome.answers_ran, *outcome.autograd_ran)))
+def runtime_evidence(replayed: Iterable[Replayed]) -> tuple[str, ...]:
+    """What the tripwires saw one test's invocations run, for a person to read beside the review flags of the
+    source text: the course's answers to the function under test, and autograd inside a hand-written gradient.
+    (A forbidden built-in is an ordinary mistake, graded and named by its own check.)"""
+    lines = (f"ran {name}" for call in replayed for name in (*call.outcome.answers_ran, *call.outcome.autograd_ran))
+    return tuple(dict.fromkeys(lines))
 
 
 def invoke(

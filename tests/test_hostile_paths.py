@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from test_stand_in_tripwires import record_and_replay
+from test_stand_in_tripwires import record_and_replay, recorded_into
 
 from course_utils.comparisons import CheckFailed
 
@@ -205,3 +205,72 @@ def test_a_recomputation_behind_cached_calls_fails_the_cache_test(tmp_path: Path
 
 def test_a_generate_that_reads_its_cache_keeps_the_cache_test(tmp_path: Path) -> None:
     record_and_replay(tmp_path, CACHED_GENERATE.replace("LOGITS", "pass"), ["generate"], USES_THE_CACHE)
+
+
+# --- PyTorch's attention by any name, where the skill is the attention -------------------------------
+
+SDPA_ROUTES = {
+    "a name built at run time": "getattr(torch.nn.functional, 'scaled_' + 'dot_product_attention')(Q, K, V)",
+    "torch._C._nn": "torch._C._nn.scaled_dot_product_attention(Q, K, V)",
+    "torch.ops.aten": "torch.ops.aten.scaled_dot_product_attention(Q, K, V)",
+    "a backend's own op": "torch.ops.aten._scaled_dot_product_attention_math(Q, K, V)[0]",
+    "a default bound before the test": "_bound(Q, K, V)",
+}
+NO_SDPA_TEST = (
+    "import torch\n"
+    "Q, K, V = (torch.randn(2, 3, 4) for _ in range(3))\n"
+    "BUILTINS = ['torch.nn.functional.scaled_dot_product_attention', 'torch.nn.functional.multi_head_attention_forward']\n"
+    "assert check_no_builtin(scaled_dot_product_attention, Q, K, V, builtins=BUILTINS, label='attention')\n"
+)
+
+
+@pytest.mark.parametrize("route", SDPA_ROUTES)
+def test_pytorchs_attention_by_any_route_fails_the_no_builtin_test(tmp_path: Path, route: str) -> None:
+    notebook = (
+        "import torch\n_bound = torch.nn.functional.scaled_dot_product_attention\n"
+        f"def scaled_dot_product_attention(Q, K, V):\n    return {SDPA_ROUTES[route]}\n"
+    )
+    with pytest.raises(CheckFailed, match="scaled_dot_product_attention"):
+        record_and_replay(
+            tmp_path, notebook, ["scaled_dot_product_attention"], "from course_utils.checks import check_no_builtin\n" + NO_SDPA_TEST
+        )
+
+
+def test_attention_written_out_passes_the_no_builtin_test(tmp_path: Path) -> None:
+    notebook = (
+        "import torch\n"
+        "def scaled_dot_product_attention(Q, K, V):\n"
+        "    return torch.softmax(Q @ K.transpose(-2, -1) / Q.shape[-1] ** 0.5, dim=-1) @ V\n"
+    )
+    record_and_replay(
+        tmp_path, notebook, ["scaled_dot_product_attention"], "from course_utils.checks import check_no_builtin\n" + NO_SDPA_TEST
+    )
+
+
+# --- runtime evidence for review: a tripwire that fired is named, whatever the source text says ------
+
+
+def test_a_fired_tripwire_is_runtime_evidence_on_the_verdict_and_the_report(tmp_path: Path) -> None:
+    import nbformat
+
+    from autograder.grading.run_report import RunReport
+    from autograder.grading.verdicts import decide
+    from course_utils import checks, recording
+
+    solution = "def softmax_backward(P, dP):\n    raise NotImplementedError\n"
+    test = "from course_utils.checks import call, check_equal\n" + SOFTMAX_BACKWARD_TEST
+    cells = [nbformat.v4.new_code_cell("import torch"), nbformat.v4.new_code_cell(solution), nbformat.v4.new_code_cell(test)]
+    cells[1].metadata["nbgrader"] = {"solution": True, "grade": False, "grade_id": "softmax_backward", "locked": False}
+    cells[2].metadata["nbgrader"] = {"solution": False, "grade": True, "grade_id": "test_sb", "points": 1, "locked": True}
+    source = nbformat.v4.new_notebook(cells=cells)
+    for student, evidence in ((AUTOGRAD_SOFTMAX_BACKWARD["torch.autograd.grad"], True), (HAND_SOFTMAX_BACKWARD, False)):
+        namespace: dict = {"__name__": "__main__", "call": checks.call}
+        exec("import torch\n" + student, namespace)  # noqa: S102 - the test's own notebook code
+        with recorded_into(tmp_path / "record", ["softmax_backward"], namespace):
+            recording.begin_cell("test_sb")
+            exec(test, namespace)  # noqa: S102 - the sealed run compares nothing
+        (verdict,) = decide(source, (tmp_path / "record").read_bytes(), {}).values()
+        assert verdict.passed is not evidence
+        assert bool(verdict.evidence) is evidence and all("autograd's backward pass" in line for line in verdict.evidence)
+        again = RunReport(True, "completed", verdicts=(verdict,))
+        assert RunReport.from_json(again.to_json()).verdicts == (verdict,), "the evidence crosses to the worker"

@@ -116,6 +116,8 @@ def _verdict(data: Any) -> Verdict:
     except ValueError:
         raise ReportInvalid(f"verdict.status {data['status']!r}") from None
     inputs, misconceptions = _pairs(data["inputs"], "verdict.inputs"), _pairs(data["misconceptions"], "verdict.misconceptions")
+    if not isinstance(data["evidence"], list) or not all(isinstance(line, str) for line in data["evidence"]):
+        raise ReportInvalid("verdict.evidence is not a list of strings")
     if data["passed"] != (status is Status.PASSED):
         raise ReportInvalid(f"verdict of {data['test']!r}: passed={data['passed']} with status {status.value!r}")
     return Verdict(
@@ -129,6 +131,7 @@ def _verdict(data: Any) -> Verdict:
         data["hint"],
         data["function"],
         tuple(Misconception(name, section) for name, section in misconceptions),
+        tuple(data["evidence"]),
     )
 
 

@@ -58,6 +58,9 @@ class Verdict:
     hint: str = ""
     function: str = ""  # NOT_WRITTEN: the function that still raises NotImplementedError
     misconceptions: tuple[Misconception, ...] = ()  # the catalogued mistakes that give what the student's code gave
+    # What the tripwires saw the student's code run in this test (the course's answers, autograd in a hand-written
+    # gradient): runtime evidence for review, whatever the source text says (``recording.runtime_evidence``).
+    evidence: tuple[str, ...] = ()
 
 
 def graded_names(source: NotebookNode | dict[str, Any]) -> list[str]:
@@ -117,6 +120,8 @@ def decide(
                 test = nbgrader_meta(cell)["grade_id"]
                 recording.begin_cell(test)
                 verdicts[test] = run_test(test, cell_source(cell), namespace)
+                if found := recording.runtime_evidence(replayed.get(test, ())):
+                    verdicts[test] = replace(verdicts[test], evidence=found)
             if assignment:
                 verdicts = _with_misconceptions(assignment, source, verdicts, replayed)
     finally:

@@ -252,6 +252,7 @@ def grade_one(course: ScratchCourse, api: Any, submission: Submission, spec: Ass
         return ungraded(submission, spec, Outcome(Kind.GRADING_ERROR, f"{type(problem).__name__}: {problem}", tuple(notes)))
     violations = sandbox_violations(_all_outputs(report), report.leftover_processes)
     named = {v.test: v.misconceptions for v in report.verdicts}
+    flags += [f"{v.test}: {line} (runtime evidence)" for v in report.verdicts for line in v.evidence]  # whatever the text says
     outcome = _graded_outcome(spec, scores, notes, flags, violations)
     tests = (TestRow(student, name, test, scores.get(test, 0.0), points, named.get(test, ())) for test, points in spec.tests.items())
     return Graded(
