@@ -16,8 +16,8 @@ from .kernel_trace import KernelTrace, ProgramTrace
 def _programs(trace: KernelTrace, kernel: str, label: str, hint: str) -> list[ProgramTrace]:
     launches = trace.of(kernel)
     if not launches:
-        started = sorted({launch.kernel for launch in trace.launches}) or ["none"]
-        _fail(label, f"did not launch {kernel} (kernels launched: {', '.join(started)})", inputs=None, hint=hint)
+        started = sorted({launch.describe() for launch in trace.launches}) or ["none"]
+        _fail(label, f"did not launch the notebook's {kernel} (kernels launched: {', '.join(started)})", inputs=None, hint=hint)
     return [program for launch in launches for program in launch.programs]
 
 

@@ -468,7 +468,7 @@ def test_a_trace_counts_what_each_program_reads_as_it_runs():
     x = torch.randn(3, 40)
     for kernel in (online_rows, two_passes_in_one_loop):  # both right: only what ran tells them apart
         torch.testing.assert_close(_row_softmax_launcher(kernel)(x), torch.softmax(x, dim=-1))
-    trace = trace_kernels(_row_softmax_launcher(online_rows), x)
+    trace = trace_kernels(_row_softmax_launcher(online_rows), x, watch={"X": x}, outputs=("OUT",))
     [launch] = trace.of("online_rows")
     assert launch.grid == (3, 1, 1) and launch.constexprs == {"BLOCK": 16}
     assert [p.read("X") for p in launch.programs] == [TensorReads(80, 40, 0, (row, row), 2) for row in range(3)]
@@ -477,11 +477,11 @@ def test_a_trace_counts_what_each_program_reads_as_it_runs():
     assert check_rows_read(trace, "online_rows", "X", allowed=lambda p: (0, 2), needed=lambda p: 40, label="online")
     assert check_kernel_outputs(returned_by_kernels(_row_softmax_launcher(online_rows), x), "online_rows", label="online")
 
-    three = trace_kernels(_row_softmax_launcher(two_passes_in_one_loop), x)
+    three = trace_kernels(_row_softmax_launcher(two_passes_in_one_loop), x, watch={"X": x})
     assert [p.read("X").elements for p in three.of("two_passes_in_one_loop")[0].programs] == [120] * 3
     with pytest.raises(AssertionError, match=r"made 120 element reads of X for 40 distinct elements: 3.00 reads each"):
         check_reads_at_most(three, "two_passes_in_one_loop", {"X": 2}, label="three")
-    with pytest.raises(AssertionError, match="did not launch online_rows"):
+    with pytest.raises(AssertionError, match="did not launch the notebook's online_rows"):
         check_reads_at_most(three, "online_rows", {"X": 2}, label="three")
 
 
@@ -506,7 +506,7 @@ def test_a_trace_sees_kernel_grid_launches_and_what_the_launcher_returns():
         return x.clone()
 
     x = torch.randn(4, 10)
-    trace = trace_kernels(direct, x)
+    trace = trace_kernels(direct, x, watch={"X": x})
     assert [launch.grid for launch in trace.of("copy_rows")] == [(4, 1, 1)]
     assert returned_by_kernels(direct, x) == ({"": 40, "copy_rows": 40},)
     assert check_kernel_outputs(returned_by_kernels(direct, x), "copy_rows", label="direct")
