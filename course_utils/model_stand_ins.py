@@ -9,6 +9,7 @@ Hugging Face's LLaMA.
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 from typing import Any, Callable
 
@@ -170,8 +171,10 @@ def model_calls(model: nn.Module, fn: Callable[..., Any], *args: Any, **kwargs: 
     A generate that uses its cache calls the model once with the prompt at ``start_pos=0``, then once per
     new token with that one token at its position; one that recomputes passes the whole sequence each
     time. Every run of the model's ``forward`` counts, however it was reached (``model(...)``, ``model.forward``,
-    ``type(model).forward(model, ...)``, a name built at run time): its function's code notes the call
-    (``tripwires.runs_noted``). Under grading the sealed run records the calls and the trusted replay reads them.
+    ``type(model).forward(model, ...)``, a name built at run time, a copy of the model): its function's code
+    notes the call (``tripwires.runs_noted``). So does a run of one of its blocks (a submodule whose ``forward``
+    takes ``use_cache``) outside the model's: the model run by hand, listed with ``"by_hand": True``.
+    Under grading the sealed run records the calls and the trusted replay reads them.
     """
     if not any(value is model for value in args):
         raise ValueError("model_calls: the model must be one of the arguments, so that its calls can be told")
@@ -179,26 +182,32 @@ def model_calls(model: nn.Module, fn: Callable[..., Any], *args: Any, **kwargs: 
 
     def measure(thunk: Callable[[], Any], inputs: tuple, named: dict[str, Any]) -> list[dict[str, Any]]:
         watched = inputs[index]  # run again on a copy of the model, it watches the copy
-        forward = type(watched).forward
-        signature = inspect.signature(forward)
         calls: list[dict[str, Any]] = []
+        inside = [0]  # runs of the model's forward under way: a block run inside one is the model's own
 
-        def note(positional: tuple, keywords: dict[str, Any]) -> None:
-            bound = signature.bind(*positional, **keywords)
-            bound.apply_defaults()
-            arguments = list(bound.arguments.values())
-            if not arguments or arguments[0] is not watched:  # another model of the same class
-                return
-            tokens = bound.arguments.get("tokens", arguments[1] if len(arguments) > 1 else None)
-            calls.append(
-                {
-                    "tokens": [int(n) for n in tokens.shape] if isinstance(tokens, torch.Tensor) else None,
-                    "start_pos": int(bound.arguments.get("start_pos", 0)),
-                    "use_cache": bool(bound.arguments.get("use_cache", False)),
-                }
-            )
+        def noting(forward: Callable[..., Any], block: bool) -> Callable[..., Any]:
+            signature = inspect.signature(forward)
 
-        with runs_noted(forward, note):
+            def around(run: Callable[..., Any], positional: tuple, keywords: dict[str, Any]) -> Any:
+                if not (block and inside[0]):
+                    calls.append(_call_seen(signature, positional, keywords) | ({"by_hand": True} if block else {}))
+                inside[0] += not block
+                try:
+                    return run(*positional, **keywords)
+                finally:
+                    inside[0] -= not block
+
+            return around
+
+        model_forward = type(watched).forward
+        blocks = {
+            type(m).forward
+            for m in watched.modules()
+            if "use_cache" in inspect.signature(type(m).forward).parameters and not getattr(type(m).forward, "__closure__", None)
+        }
+        with contextlib.ExitStack() as stack:
+            for forward in [model_forward, *(blocks - {model_forward})]:
+                stack.enter_context(runs_noted(forward, noting(forward, forward is not model_forward)))
             thunk()
         return calls
 
@@ -206,9 +215,25 @@ def model_calls(model: nn.Module, fn: Callable[..., Any], *args: Any, **kwargs: 
     return measured("model_calls", fn, args, kwargs, measure)
 
 
+def _call_seen(signature: inspect.Signature, positional: tuple, keywords: dict[str, Any]) -> dict[str, Any]:
+    """One run of a model's (or a block's) forward: its input's [B, T], ``start_pos`` and ``use_cache``."""
+    bound = signature.bind(*positional, **keywords)
+    bound.apply_defaults()
+    arguments = list(bound.arguments.values())  # any model of its class: a copy of it recomputes as well
+    tokens = arguments[1] if len(arguments) > 1 else None  # after self: the tokens, or a block's x
+    return {
+        "tokens": [int(n) for n in tokens.shape[:2]] if isinstance(tokens, torch.Tensor) else None,
+        "start_pos": int(bound.arguments.get("start_pos", 0)),
+        "use_cache": bool(bound.arguments.get("use_cache", False)),
+    }
+
+
 def describe_calls(calls: list[dict[str, Any]], most: int = 6) -> str:
     """``calls`` (from ``model_calls``) in a line: "tokens [2, 5] at 0 (cache), tokens [2, 1] at 5 (cache), ..."."""
-    shown = [f"tokens {c['tokens']} at {c['start_pos']}{' (cache)' if c['use_cache'] else ''}" for c in calls[:most]]
+    shown = [
+        f"{'a block run by hand on ' if c.get('by_hand') else ''}tokens {c['tokens']} at {c['start_pos']}{' (cache)' if c['use_cache'] else ''}"
+        for c in calls[:most]
+    ]
     return ", ".join(shown) + (f", ... ({len(calls)} calls)" if len(calls) > most else "")
 
 

@@ -296,11 +296,12 @@ def _noted(*args: Any, course_noted: Callable[..., Any] = lambda *_a, **_k: None
 
 
 @contextlib.contextmanager
-def runs_noted(fn: Callable[..., Any], note: Callable[[tuple, dict[str, Any]], None]) -> Iterator[None]:
-    """While the block runs, every run of the function ``fn`` calls ``note(args, kwargs)`` first, then runs as
-    before. Its code is swapped, as ``answers_refused`` swaps an answer's: a bound method, the class's attribute
-    (``type(model).forward(model, x)``), a name built at run time, ``nn.Module.__call__`` all run it.
-    A function with a closure cannot take the swapped code: TypeError.
+def runs_noted(fn: Callable[..., Any], around: Callable[..., Any]) -> Iterator[None]:
+    """While the block runs, every run of the function ``fn`` is ``around(run, args, kwargs)``, where ``run`` is
+    ``fn`` as it was (``around`` notes the call and returns ``run(*args, **kwargs)``). Its code is swapped, as
+    ``answers_refused`` swaps an answer's: a bound method, the class's attribute (``type(model).forward(model, x)``),
+    a name built at run time, ``nn.Module.__call__`` all run it. A function with a closure cannot take the
+    swapped code: TypeError.
     """
     if getattr(fn, "__closure__", None):
         raise TypeError(f"{getattr(fn, '__qualname__', fn)}: a function with a closure cannot be noted by its code")
@@ -309,8 +310,7 @@ def runs_noted(fn: Callable[..., Any], note: Callable[[tuple, dict[str, Any]], N
     original.__kwdefaults__ = own[2]
 
     def noted(*args: Any, **kwargs: Any) -> Any:
-        note(args, kwargs)
-        return original(*args, **kwargs)
+        return around(original, args, kwargs)
 
     _set(fn, (_noted.__code__, None, {"course_noted": noted}))
     try:

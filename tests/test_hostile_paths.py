@@ -180,6 +180,8 @@ RECOMPUTED = {
     "the class's forward": "logits = type(model).forward(model, tokens)",
     "a name built at run time": "logits = getattr(type(model), 'for' + 'ward')(model, tokens)",
     "the bound method, kept aside": "logits = model.__class__.__dict__['forward'].__get__(model)(tokens)",
+    "a copy of the model": "logits = __import__('copy').deepcopy(model)(tokens)",
+    "its blocks run by hand": ("x = model.embed(tokens); x = [x := b(x) for b in model.blocks][-1]; logits = model.head(model.norm(x))"),
 }
 USES_THE_CACHE = (
     "import torch\n"
