@@ -231,8 +231,8 @@ class _UnrefusedKernel:
 # --- gradients written by hand: autograd may not run inside them ------------------------------------
 
 # Graded functions whose skill is a gradient written by hand. While a test of one of them runs the student's
-# code, every ATen operator is watched (``autograd_refused``): one run by a node of autograd's backward pass
-# that the test did not start, or one of PyTorch's own backward formulas, is what ran instead of the student's.
+# code, autograd is watched (``autograd_refused``): its backward pass, or one of PyTorch's own backward formulas,
+# run inside the call is what ran instead of the student's.
 HAND_WRITTEN_GRADIENTS = frozenset(
     {"softmax_backward", "attention_backward", "flash_backward_preprocess", "flash_attention_backward", "flash_attention_backward_triton"}
 )
@@ -248,41 +248,58 @@ def autograd_here(ran: Sequence[str]) -> tuple[str, str]:
     )
 
 
-def _autograd_watch(found: list[str]) -> Any:
-    """A TorchDispatchMode that lists, once each, the backward nodes and backward formulas its operators ran in."""
+def _autograd_calls(found: list[str]) -> Any:
+    """A TorchFunctionMode that lists the entries to autograd's backward pass (``torch.autograd.grad``,
+    ``Tensor.backward``, and so ``torch.autograd.functional``) and the backward formulas (``torch._softmax_backward_data``,
+    ``torch.ops.aten.*_backward*``) that the code in it called, by the function objects torch hands the mode."""
     import torch
-    from torch.utils._python_dispatch import TorchDispatchMode
+    from torch.overrides import TorchFunctionMode
 
-    entry = torch._C._current_autograd_node()  # a test's own backward pass the call runs inside (a Function's backward)
+    engine = {torch.autograd.grad: "torch.autograd.grad", torch.autograd.backward: "torch.autograd.backward"}
+    engine[torch.Tensor.backward] = "Tensor.backward"
 
-    class AutogradWatch(TorchDispatchMode):
-        def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
-            if not _autograd_paused[0]:
-                node = torch._C._current_autograd_node()
-                operator = func.name().removeprefix("aten::").split(".")[0]
-                if node is not None and node is not entry:
-                    line = f"autograd's backward pass (node {type(node).__name__})"
-                elif "backward" in operator:
-                    line = f"PyTorch's backward formula aten::{operator}"
-                else:
-                    line = ""
-                if line and line not in found:
-                    found.append(line)
+    class AutogradCalls(TorchFunctionMode):
+        def __torch_function__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+            name = str(getattr(func, "__name__", ""))
+            if _autograd_paused[0]:
+                pass
+            elif func in engine:
+                found.append(f"autograd's backward pass ({engine[func]})")
+            elif "backward" in name:
+                found.append(f"PyTorch's backward formula {name}")
             return func(*args, **(kwargs or {}))
 
-    return AutogradWatch()
+    return AutogradCalls()
 
 
 def autograd_refused(fn: F) -> tuple[F, list[str]]:
-    """``fn`` run with its ATen operators watched, and the list it fills: the backward nodes of autograd's engine
-    it ran (``torch.autograd.grad``, ``.backward()``, ``torch.func.vjp``, a Function's ``apply``, the engine by any
-    name) and PyTorch's backward formulas it called (``torch._softmax_backward_data``, by any name)."""
+    """``fn`` run with autograd watched, and the list it fills (each line once): the entries to autograd's
+    backward pass it called, PyTorch's backward formulas it called, and any backward node that ran on what the
+    call itself saved for backward (``saved_tensors_hooks``: the engine reached by another name, a Function's
+    backward). A backward pass the test runs after the call, on what the call built, is the test's."""
+    import torch
+
     found: list[str] = []
+    open_ = [False]
+
+    def unpacked(tensor: Any) -> Any:
+        if open_[0] and not _autograd_paused[0]:
+            found.append("autograd's backward pass (a backward node ran on what the call saved)")
+        return tensor
 
     @functools.wraps(fn)
     def run(*args: Any, **kwargs: Any) -> Any:
-        with _autograd_watch(found):
-            return fn(*args, **kwargs)
+        open_[0] = True
+        try:
+            with torch.autograd.graph.saved_tensors_hooks(lambda tensor: tensor, unpacked), _autograd_calls(found):
+                return fn(*args, **kwargs)
+        except RuntimeError as error:  # torch.func's transforms refuse to run under the hooks: that is autograd too
+            if "saved tensor hooks" in str(error):
+                found.append("autograd's backward pass (a torch.func transform)")
+            raise
+        finally:
+            open_[0] = False
+            found[:] = list(dict.fromkeys(found))
 
     return run, found  # type: ignore[return-value]
 

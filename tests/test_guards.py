@@ -116,3 +116,13 @@ def test_the_pattern_is_also_a_module_attribute() -> None:
     from autograder.grading.admission import INTROSPECTION
 
     assert INTROSPECTION is introspection()
+
+
+def test_the_ways_around_the_autograd_watch_are_flagged_by_name() -> None:
+    # course_utils.tripwires.autograd_refused judges by what ran; these lines are how code would hide it.
+    lines = [
+        "with torch.autograd.graph.saved_tensors_hooks(lambda t: t, lambda t: t):",
+        "engine = torch._C._ImperativeEngine()",
+        "torch.autograd.Variable._execution_engine.run_backward((out,), (g,), False, False, (S,))",
+    ]
+    assert flagged(*lines, "torch.autograd.grad(out, S, g)") == lines  # autograd itself is graded by the watch, not flagged

@@ -50,6 +50,9 @@ GENERIC_INTROSPECTION = (
     r"|\btorch\.jit\b|\bjit\.(?:script|trace)\b|DisableTorchFunction|__torch_function__|_pop_mode|_disable_torch_function"
     # Ways around the built-in check (course_utils.operators): the profiler it reads.
     r"|\bprofiler\b|\brecord_function\b"
+    # Ways around the autograd watch on a hand-written gradient (course_utils.tripwires.autograd_refused): hooks of
+    # one's own over its saved-tensor hooks, autograd's engine by its private names.
+    r"|\bsaved_tensors_hooks\b|_ImperativeEngine|_execution_engine|\brun_backward\b"
     # Rebinding a comparison or a check, in torch or in the course, or defining one of the same name.
     r"|\b(?:torch|np|numpy|checks|course_utils)(?:\.\w+)*\.(?:allclose|isclose|equal|assert_close|testing|check_\w+|call)\s*=(?!=)"
     r"|^\s*(?:def|class)\s+(?:check_\w+|assert_close|call)\s*[(:]|^\s*(?:check_\w+|assert_close)\s*=(?!=)"
