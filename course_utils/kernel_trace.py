@@ -60,9 +60,14 @@ class ProgramTrace:
     loads: int  # tl.load calls executed (atomics included)
     dots: int  # tl.dot calls executed
     reads: dict[str, TensorReads]
+    writes: dict[str, TensorReads] = field(default_factory=dict)  # where its stores (and atomics) landed, by role
 
     def read(self, role: str) -> TensorReads:
         return self.reads.get(role, TensorReads(0, 0, 0, None, 0))
+
+    def wrote(self, role: str) -> TensorReads:
+        """What the program wrote of a role: ``wrote("O").rows`` are the queries it answered, whatever it read them from."""
+        return self.writes.get(role, TensorReads(0, 0, 0, None, 0))
 
 
 @dataclass(frozen=True)
@@ -104,21 +109,26 @@ class KernelTrace:
         return KernelTrace(launches)
 
 
+def _reads_from_data(reads: Any) -> dict[str, TensorReads]:
+    return {
+        str(name): TensorReads(
+            int(r["elements"]),
+            int(r["distinct"]),
+            int(r["outside"]),
+            None if r["rows"] is None else (int(r["rows"][0]), int(r["rows"][1])),
+            int(r["fewest"]),
+        )
+        for name, r in reads.items()
+    }
+
+
 def _program_from_data(program: Any) -> ProgramTrace:
     return ProgramTrace(
         tuple(int(p) for p in program["pid"]),  # type: ignore[arg-type]
         int(program["loads"]),
         int(program["dots"]),
-        {
-            str(name): TensorReads(
-                int(r["elements"]),
-                int(r["distinct"]),
-                int(r["outside"]),
-                None if r["rows"] is None else (int(r["rows"][0]), int(r["rows"][1])),
-                int(r["fewest"]),
-            )
-            for name, r in program["reads"].items()
-        },
+        _reads_from_data(program["reads"]),
+        _reads_from_data(program["writes"]),
     )
 
 
@@ -220,17 +230,20 @@ class _Tracer:
         if self.current is None:
             return None
         pid = tuple(int(i) for i in builder.grid_idx)
-        return self.current.programs.setdefault(pid, {"loads": 0, "dots": 0, "reads": {}})
+        return self.current.programs.setdefault(pid, {"loads": 0, "dots": 0, "reads": {}, "writes": {}})
 
     def loaded(self, builder: Any, addresses: np.ndarray) -> None:
         program = self.program(builder)
-        if program is None:
-            return
-        program["loads"] += 1
+        if program is not None:
+            program["loads"] += 1
+            self._reached(program["reads"], addresses)
+
+    def _reached(self, into: dict[int, list[np.ndarray]], addresses: np.ndarray) -> None:
+        """File the addresses under the memory each lies in (the first that holds it)."""
         for index, memory in enumerate(self.current.memory):  # type: ignore[union-attr]
             inside = (addresses >= memory.start) & (addresses < memory.stop)
             if inside.any():
-                program["reads"].setdefault(index, []).append(addresses[inside])
+                into.setdefault(index, []).append(addresses[inside])
                 addresses = addresses[~inside]
 
     def dotted(self, builder: Any) -> None:
@@ -238,13 +251,17 @@ class _Tracer:
         if program is not None:
             program["dots"] += 1
 
-    def wrote(self, ptrs: Any, mask: Any) -> None:
-        """Keep what a store left at each address it wrote, read back from memory (after an atomic, the result)."""
+    def wrote(self, builder: Any, ptrs: Any, mask: Any) -> None:
+        """Keep where the program wrote, and what a store left at each address, read back from memory (after an
+        atomic, the result)."""
         from triton.runtime import interpreter
 
         addresses = _masked_addresses(ptrs, mask)
         if not addresses.size:
             return
+        program = self.program(builder)
+        if program is not None:
+            self._reached(program["writes"], addresses)
         dtype = interpreter._get_np_dtype(ptrs.get_element_ty())
         now = interpreter._interpreter.load(
             addresses.astype(np.uint64), np.ones(addresses.shape, bool), np.zeros(addresses.shape, dtype), dtype
@@ -296,19 +313,19 @@ def _instrumented(watched: list[Watched] | None = None, known: dict[str, Any] | 
 
     def masked_store(ptrs: Any, value: Any, mask: Any, *rest: Any, **named: Any) -> Any:
         result = store(ptrs, value, mask, *rest, **named)
-        tracer.wrote(ptrs, mask)
+        tracer.wrote(builder, ptrs, mask)
         return result
 
     def atomic_rmw(op: Any, ptr: Any, val: Any, mask: Any, *rest: Any, **named: Any) -> Any:
         tracer.loaded(builder, _masked_addresses(ptr, mask))  # an atomic reads what it changes
         result = rmw(op, ptr, val, mask, *rest, **named)
-        tracer.wrote(ptr, mask)
+        tracer.wrote(builder, ptr, mask)
         return result
 
     def atomic_cas(ptr: Any, cmp: Any, val: Any, *rest: Any, **named: Any) -> Any:
         tracer.loaded(builder, _masked_addresses(ptr, None))
         result = cas(ptr, cmp, val, *rest, **named)
-        tracer.wrote(ptr, None)
+        tracer.wrote(builder, ptr, None)
         return result
 
     def counted_dot(*args: Any, **kwargs: Any) -> Any:
@@ -407,6 +424,15 @@ def _reads(ids: np.ndarray, rows: np.ndarray) -> dict[str, Any]:
     }
 
 
+def _by_role(reached: dict[int, list[np.ndarray]], roles: list[tuple[str, Resolver]]) -> dict[str, dict[str, Any]]:
+    """The addresses a program reached in each memory, as what it reached of each role."""
+    found: dict[str, list[tuple[np.ndarray, np.ndarray]]] = {}
+    for index, chunks in reached.items():
+        role, resolve = roles[index]
+        found.setdefault(role, []).append(resolve(np.concatenate(chunks)))
+    return {role: _reads(np.concatenate([i for i, _ in parts]), np.concatenate([r for _, r in parts])) for role, parts in found.items()}
+
+
 def _summary(tracer: _Tracer, outputs: dict[str, torch.Tensor]) -> dict[str, Any]:
     """The trace as plain data: what crosses from the sealed run to the trusted pass."""
     inputs = {w.storage: w for w in tracer.watched}
@@ -416,14 +442,8 @@ def _summary(tracer: _Tracer, outputs: dict[str, torch.Tensor]) -> dict[str, Any
         roles = [_role(memory, inputs, returned) for memory in launch.memory]
         programs = []
         for pid, program in sorted(launch.programs.items()):
-            found: dict[str, list[tuple[np.ndarray, np.ndarray]]] = {}
-            for index, chunks in program["reads"].items():
-                role, resolve = roles[index]
-                found.setdefault(role, []).append(resolve(np.concatenate(chunks)))
-            reads = {
-                role: _reads(np.concatenate([i for i, _ in parts]), np.concatenate([r for _, r in parts])) for role, parts in found.items()
-            }
-            programs.append({"pid": list(pid), "loads": program["loads"], "dots": program["dots"], "reads": reads})
+            reads, writes = (_by_role(program[kind], roles) for kind in ("reads", "writes"))
+            programs.append({"pid": list(pid), "loads": program["loads"], "dots": program["dots"], "reads": reads, "writes": writes})
         launches.append(
             {
                 "kernel": launch.kernel,

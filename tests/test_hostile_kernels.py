@@ -85,16 +85,17 @@ def _impostor():
 IMPOSTOR = _impostor()
 
 
-def attention(skip=True, two_passes=False, second=lambda K: K, keys=lambda K: K):
+def attention(skip=True, two_passes=False, second=lambda K: K, keys=lambda K: K, prescaled=False):
     """A launcher of renamed_attention: ``second(K)`` is what the first of two passes reads, ``keys(K)`` what the kernel
-    is given as its keys."""
+    is given as its keys; ``prescaled``: the queries are given times the scale (values that are not Q's)."""
 
     def launcher(Q, K, V, is_causal=False):
         B, H, T_q, d = Q.shape
         O, L = torch.empty_like(Q), torch.empty(B, H, T_q)
         grid = (triton.cdiv(T_q, BLOCK), B * H)
-        K_given = keys(K)
-        renamed_attention[grid](Q, K_given, V, O, L, second(K), T_q, K.shape[2], d**-0.5, IS_CAUSAL=is_causal, SKIP=skip, TWO_PASSES=two_passes, D=d, BLOCK=BLOCK)  # fmt: skip
+        K_given, scale = keys(K), d**-0.5
+        Q, scale = (Q * scale, 1.0) if prescaled else (Q, scale)
+        renamed_attention[grid](Q, K_given, V, O, L, second(K), T_q, K.shape[2], scale, IS_CAUSAL=is_causal, SKIP=skip, TWO_PASSES=two_passes, D=d, BLOCK=BLOCK)  # fmt: skip
         return O, L
 
     return launcher
@@ -131,8 +132,8 @@ def check_skipping(launcher, T_q=32, T_k=64):
     Q, K, V = qkv(T_q, T_k)
     trace = trace_kernels(lambda *a: launcher(*a, is_causal=True), Q, K, V, watch={"Q": Q, "K": K, "V": V}, outputs=("O", "L"))
 
-    def keys_in_tiles(p):  # the same bound as the hidden test: by the rows of Q (the role) the program read
-        queries = p.read("Q").rows
+    def keys_in_tiles(p):  # the same bound as the hidden test: by the rows of O it wrote (else of Q it read)
+        queries = p.wrote("O").rows or p.read("Q").rows
         return T_k if queries is None else min(T_k, -(-((queries[0] // BLOCK + 1) * BLOCK) // BLOCK) * BLOCK)
 
     return check_rows_read(trace, "renamed_attention", "K", allowed=lambda p: (0, keys_in_tiles(p) - 1), needed=lambda p: 0, label="skip")
@@ -144,6 +145,7 @@ def check_skipping(launcher, T_q=32, T_k=64):
 def test_pointers_with_any_names_pass_the_one_pass_and_skip_checks():
     assert check_one_pass(attention())  # Qm, Kp, Vp, Om, Lm: no parameter is called Q, K or V
     assert check_skipping(attention())
+    assert check_one_pass(attention(prescaled=True)) and check_skipping(attention(prescaled=True))
 
 
 def test_a_clone_or_a_helper_kernels_copy_that_the_kernel_reads_once_passes():
@@ -157,6 +159,8 @@ def test_a_clone_or_a_helper_kernels_copy_that_the_kernel_reads_once_passes():
 def test_a_kernel_whose_query_pointer_has_another_name_is_judged_by_the_queries_it_read():
     with pytest.raises(AssertionError, match=r"read rows 0\.\.63 of K; this program needs rows 0\.\.15 at most"):
         check_skipping(attention(skip=False))  # every key block loaded, then masked: no name to hide behind
+    with pytest.raises(AssertionError, match=r"read rows 0\.\.63 of K"):  # nor queries given as values Q never held
+        check_skipping(attention(skip=False, prescaled=True))
 
 
 def test_a_second_pass_through_a_clone_reads_the_keys_twice():
