@@ -255,16 +255,17 @@ def _autograd_calls(found: list[str]) -> Any:
     import torch
     from torch.overrides import TorchFunctionMode
 
-    engine = {torch.autograd.grad: "torch.autograd.grad", torch.autograd.backward: "torch.autograd.backward"}
-    engine[torch.Tensor.backward] = "Tensor.backward"
+    engine = ((torch.autograd.grad, "torch.autograd.grad"), (torch.autograd.backward, "torch.autograd.backward"))
+    engine += ((torch.Tensor.backward, "Tensor.backward"),)
 
     class AutogradCalls(TorchFunctionMode):
         def __torch_function__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
             name = str(getattr(func, "__name__", ""))
+            entry = next((called for function, called in engine if func is function), "")  # by identity: any object may come
             if _autograd_paused[0]:
                 pass
-            elif func in engine:
-                found.append(f"autograd's backward pass ({engine[func]})")
+            elif entry:
+                found.append(f"autograd's backward pass ({entry})")
             elif "backward" in name:
                 found.append(f"PyTorch's backward formula {name}")
             return func(*args, **(kwargs or {}))
