@@ -1,5 +1,6 @@
 """Tripwires: built-ins, and the course's own answers, that raise while a graded function runs, so that the test
-sees every call to them."""
+sees every call to them; autograd watched inside a gradient written by hand; and a function's every run noted by
+its code (``runs_noted``), whatever route reached it."""
 
 from __future__ import annotations
 
