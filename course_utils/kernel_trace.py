@@ -40,7 +40,7 @@ import torch
 
 from .memory import tensors_in
 from .recording import measured
-from .watched import Watched, as_values, copy_of, storage_address, watch_positions
+from .watched import ENOUGH, Watched, as_values, copy_of, storage_address, watch_positions
 
 
 @dataclass(frozen=True)
@@ -230,13 +230,34 @@ class _Tracer:
         if self.current is None:
             return None
         pid = tuple(int(i) for i in builder.grid_idx)
-        return self.current.programs.setdefault(pid, {"loads": 0, "dots": 0, "reads": {}, "writes": {}})
+        return self.current.programs.setdefault(pid, {"loads": 0, "dots": 0, "reads": {}, "writes": {}, "copied": {}})
 
-    def loaded(self, builder: Any, addresses: np.ndarray) -> None:
+    def loaded(self, builder: Any, addresses: np.ndarray, values: np.ndarray | None = None) -> None:
         program = self.program(builder)
         if program is not None:
             program["loads"] += 1
+            if values is not None:
+                addresses = self._copied_in_the_launch(program, addresses, values)
             self._reached(program["reads"], addresses)
+
+    def _copied_in_the_launch(self, program: dict[str, Any], addresses: np.ndarray, values: np.ndarray) -> np.ndarray:
+        """Loads of a watched tensor's values (``ENOUGH`` of them at once) from memory that held no copy of it when the
+        launch began: a copy the kernel made itself, read as the tensor. Returns the addresses left to file by memory."""
+        for memory in self.current.memory:  # type: ignore[union-attr]
+            inside = (addresses >= memory.start) & (addresses < memory.stop)
+            dtype = memory.tensor.dtype
+            if not inside.any() or memory.copy is not None or not dtype.is_floating_point or torch.finfo(dtype).bits < 32:
+                continue
+            if any(memory.start == w.storage for w in self.watched):
+                continue
+            for watched in self.watched:
+                ids = watched.match(values[inside], dtype)
+                found = ids[ids >= 0]
+                if found.size >= min(ENOUGH, watched.values(dtype)[0].size):
+                    program["copied"].setdefault(watched.role, []).append(found)
+                    addresses, values = addresses[~inside], values[~inside]
+                    break
+        return addresses
 
     def _reached(self, into: dict[int, list[np.ndarray]], addresses: np.ndarray) -> None:
         """File the addresses under the memory each lies in (the first that holds it)."""
@@ -278,6 +299,13 @@ def _masked_addresses(ptrs: Any, mask: Any) -> np.ndarray:
     return addresses[lanes].ravel()
 
 
+def _masked_values(ptrs: Any, mask: Any, loaded: Any) -> np.ndarray:
+    """What a load gave, in the lanes ``_masked_addresses`` lists, as float64."""
+    shape = np.asarray(ptrs.data).shape
+    lanes = np.broadcast_to(np.asarray(mask.data, dtype=bool), shape)
+    return np.broadcast_to(np.asarray(loaded.data), shape)[lanes].ravel().astype(np.float64)
+
+
 def _launch_of(executor: Any, args: tuple[Any, ...], kwargs: dict[str, Any], tracer: _Tracer) -> _Launch:
     """A launch as it starts: its kernel, the memory it can reach, integer constexprs and grid (a grid function's comes after)."""
     bound = inspect.signature(executor.fn).bind_partial(*args, **{k: v for k, v in kwargs.items() if k in executor.arg_names})
@@ -308,8 +336,9 @@ def _instrumented(watched: list[Watched] | None = None, known: dict[str, Any] | 
     run = interpreter.GridExecutor.__call__
 
     def masked_load(ptrs: Any, mask: Any, other: Any, *rest: Any, **named: Any) -> Any:
-        tracer.loaded(builder, _masked_addresses(ptrs, mask))
-        return load(ptrs, mask, other, *rest, **named)
+        result = load(ptrs, mask, other, *rest, **named)
+        tracer.loaded(builder, _masked_addresses(ptrs, mask), _masked_values(ptrs, mask, result))
+        return result
 
     def masked_store(ptrs: Any, value: Any, mask: Any, *rest: Any, **named: Any) -> Any:
         result = store(ptrs, value, mask, *rest, **named)
@@ -424,13 +453,30 @@ def _reads(ids: np.ndarray, rows: np.ndarray) -> dict[str, Any]:
     }
 
 
-def _by_role(reached: dict[int, list[np.ndarray]], roles: list[tuple[str, Resolver]]) -> dict[str, dict[str, Any]]:
-    """The addresses a program reached in each memory, as what it reached of each role."""
+def _parts_by_role(
+    reached: dict[int, list[np.ndarray]], roles: list[tuple[str, Resolver]]
+) -> dict[str, list[tuple[np.ndarray, np.ndarray]]]:
+    """The addresses a program reached in each memory, as the elements (and rows) it reached of each role."""
     found: dict[str, list[tuple[np.ndarray, np.ndarray]]] = {}
     for index, chunks in reached.items():
         role, resolve = roles[index]
         found.setdefault(role, []).append(resolve(np.concatenate(chunks)))
-    return {role: _reads(np.concatenate([i for i, _ in parts]), np.concatenate([r for _, r in parts])) for role, parts in found.items()}
+    return found
+
+
+def _copies_read(copied: dict[str, list[np.ndarray]], watched: list[Watched]) -> dict[str, list[tuple[np.ndarray, np.ndarray]]]:
+    """The watched elements a program read from copies its launch made, and their rows."""
+    shapes = {w.role: w.tensor.shape for w in watched}
+    found = {}
+    for role, chunks in copied.items():
+        ids, shape = np.concatenate(chunks), shapes[role]
+        rows = (ids // shape[-1]) % shape[-2] if len(shape) >= 2 else np.zeros(ids.shape, dtype=np.int64)
+        found[role] = [(ids, rows)]
+    return found
+
+
+def _summarized(parts: dict[str, list[tuple[np.ndarray, np.ndarray]]]) -> dict[str, dict[str, Any]]:
+    return {role: _reads(np.concatenate([i for i, _ in found]), np.concatenate([r for _, r in found])) for role, found in parts.items()}
 
 
 def _summary(tracer: _Tracer, outputs: dict[str, torch.Tensor]) -> dict[str, Any]:
@@ -442,7 +488,10 @@ def _summary(tracer: _Tracer, outputs: dict[str, torch.Tensor]) -> dict[str, Any
         roles = [_role(memory, inputs, returned) for memory in launch.memory]
         programs = []
         for pid, program in sorted(launch.programs.items()):
-            reads, writes = (_by_role(program[kind], roles) for kind in ("reads", "writes"))
+            parts = _parts_by_role(program["reads"], roles)
+            for role, found in _copies_read(program["copied"], tracer.watched).items():
+                parts.setdefault(role, []).extend(found)  # the tensor itself and the launch's own copies of it: one count
+            reads, writes = _summarized(parts), _summarized(_parts_by_role(program["writes"], roles))
             programs.append({"pid": list(pid), "loads": program["loads"], "dots": program["dots"], "reads": reads, "writes": writes})
         launches.append(
             {

@@ -300,3 +300,30 @@ def with_torch_functions_disabled(Q, K):
 def test_a_second_pass_out_of_sight_of_torch_functions_is_counted(fn):
     Q, K = torch.randn(5, 8), torch.randn(12, 8)
     assert elements_read(fn, Q, K, watch={"K": K}) == {"K": 192}  # two passes of 96
+
+
+@triton.jit
+def through_scratch(X, S, OUT, n, KEEP_X: tl.constexpr, BLOCK: tl.constexpr):
+    """Reads its row of X once, puts the row (KEEP_X) or its exponentials in scratch S, and reads S back for OUT."""
+    cols = tl.arange(0, BLOCK)
+    offsets = tl.program_id(0) * n + cols
+    x = tl.load(X + offsets, mask=cols < n, other=float("-inf"))
+    tl.store(S + offsets, x if KEEP_X else tl.exp(x - tl.max(x, 0)), mask=cols < n)
+    again = tl.load(S + offsets, mask=cols < n, other=0.0)  # a second pass over X's values, or over what it computed
+    if KEEP_X:
+        again = tl.where(cols < n, tl.exp(again - tl.max(x, 0)), 0.0)
+    tl.store(OUT + offsets, again / tl.sum(again, 0), mask=cols < n)
+
+
+@pytest.mark.parametrize("keep_x, reads", [(True, 2), (False, 1)])
+def test_a_copy_a_kernel_makes_of_its_input_and_reads_back_is_its_input(keep_x, reads):
+    x = torch.randn(3, 13)
+
+    def softmax(x):
+        out, scratch = torch.empty_like(x), torch.empty_like(x)
+        through_scratch[(3,)](x, scratch, out, 13, KEEP_X=keep_x, BLOCK=16)
+        return out
+
+    torch.testing.assert_close(softmax(x), torch.softmax(x, dim=-1))
+    trace = trace_kernels(softmax, x, watch={"X": x}, outputs=("OUT",))
+    assert [(p.read("X").elements, p.read("X").fewest) for p in trace.of("through_scratch")[0].programs] == [(13 * reads, reads)] * 3
