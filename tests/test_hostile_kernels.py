@@ -327,3 +327,27 @@ def test_a_copy_a_kernel_makes_of_its_input_and_reads_back_is_its_input(keep_x, 
     torch.testing.assert_close(softmax(x), torch.softmax(x, dim=-1))
     trace = trace_kernels(softmax, x, watch={"X": x}, outputs=("OUT",))
     assert [(p.read("X").elements, p.read("X").fewest) for p in trace.of("through_scratch")[0].programs] == [(13 * reads, reads)] * 3
+
+
+@triton.autotune(configs=[triton.Config({"BLOCK": 16})], key=["n"])  # one config: the interpreter cannot time several
+@triton.jit
+def tuned_double(X, OUT, n, BLOCK: tl.constexpr):
+    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(OUT + offsets, 2 * tl.load(X + offsets, mask=offsets < n), mask=offsets < n)
+
+
+def test_an_autotuned_kernel_started_with_launch_is_the_notebooks_kernel_and_builds():
+    from course_utils.checks import check_builds_for_gpu
+    from course_utils.kernels import launch
+
+    def double(x):
+        out = torch.empty_like(x)
+        launch(tuned_double, lambda meta: (triton.cdiv(x.numel(), meta["BLOCK"]),), x, out, x.numel())
+        return out
+
+    x = torch.randn(50)
+    trace = trace_kernels(double, x, watch={"X": x}, outputs=("OUT",))
+    assert [(launch.names, launch.constexprs) for launch in trace.launches] == [(("tuned_double",), {"BLOCK": 16})]
+    assert check_reads_at_most(trace, "tuned_double", {"X": 1, "OUT": 0}, label="tuned")
+    assert check_kernel_outputs(returned_by_kernels(double, x), "tuned_double", label="tuned")
+    assert check_builds_for_gpu(double, x)
