@@ -94,6 +94,8 @@ def _configure_feedback(c: Config, course_root: Path, source_dir: Path | str) ->
     # converter's own list above (nbgrader registers that list with each step's own `enabled`, so an
     # nbconvert step there does nothing unless enabled), so discussions are restored after, from the source.
     c.HTMLExporter.preprocessors = ["autograder.nbgrader_ext.sanitize.SanitizeStudentHtml"]
+    # And what any template renders as markdown (cells after the math step, gradebook comments) is cleaned last.
+    c.HTMLExporter.filters = {"markdown2html": "autograder.nbgrader_ext.sanitize.markdown_to_clean_html"}
     # Feedback explains the graded questions: the discussions the release withheld come back.
     c.RestoreDiscussions.source_dir = str(Path(course_root) / source_dir)
 

@@ -127,6 +127,7 @@ def test_the_feedback_exporter_writes_the_page_html_exporter_writes() -> None:
     from nbconvert import HTMLExporter
 
     from autograder.nbgrader_ext.feedback import MISSING_ALT, FeedbackHtmlExporter
+    from autograder.nbgrader_ext.sanitize import markdown_to_clean_html
 
     png = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
     notebook = nbformat.v4.new_notebook(
@@ -146,7 +147,8 @@ def test_the_feedback_exporter_writes_the_page_html_exporter_writes() -> None:
     )
     ours, _ = FeedbackHtmlExporter(template_name="classic").from_notebook_node(notebook)
     again, _ = FeedbackHtmlExporter(template_name="classic").from_notebook_node(notebook)  # templates from the cache
-    theirs, _ = HTMLExporter(template_name="classic").from_notebook_node(notebook)
+    # With the course's configuration every HTMLExporter cleans rendered markdown last (markdown_to_clean_html).
+    theirs, _ = HTMLExporter(template_name="classic", filters={"markdown2html": markdown_to_clean_html}).from_notebook_node(notebook)
     assert ours == again
     # The same page, less MathJax (a script from a CDN and its configuration): ours draws math as MathML.
     assert "ajax/libs/mathjax" not in ours and "x-mathjax-config" not in ours
@@ -184,3 +186,53 @@ def test_feedback_math_is_mathml_through_an_allow_list() -> None:
     assert source.count("<math") == 2 and "<mfrac>" in source and "<msqrt>" in source
     assert "href" not in source and "javascript" not in source
     assert "`$kept$`" in source
+
+
+def test_display_math_then_a_javascript_link_stays_dead() -> None:
+    # The math step runs after the sanitiser and splits its one-line HTML: the template's markdown pass must clean last.
+    from nbconvert import HTMLExporter
+    from traitlets.config.loader import PyFileConfigLoader
+
+    from autograder.nbgrader_ext.feedback import FeedbackHtmlExporter, OfflineMarkdown
+
+    config = PyFileConfigLoader("nbgrader_config.py", path=str(REPO_ROOT)).load_config()
+    cells = ["$$x^2$$ \\[a\\](javascript:alert(1))", "Text $$y$$ [b](javascript:alert(2)) <img src=x onerror=alert(3)>"]
+    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell(cell) for cell in cells])
+    for exporter in (FeedbackHtmlExporter(config=config, template_name="classic"), HTMLExporter(config=config)):
+        exporter.register_preprocessor(OfflineMarkdown, enabled=True)  # after the sanitiser, as generate_feedback runs it
+        html, _ = exporter.from_notebook_node(notebook)
+        assert html.count("<math") == 2 and "<msup>" in html, type(exporter)  # the math stays MathML
+        assert live_script(html) == [], (type(exporter), live_script(html))
+
+
+def test_rendered_markdown_is_cleaned_last_and_keeps_mathml_and_anchors() -> None:
+    # nbgrader's feedback template renders a gradebook comment with this filter: unescaped, it still makes no script.
+    from autograder.nbgrader_ext.sanitize import markdown_to_clean_html
+
+    comment = " ".join(HOSTILE) + "\n\n# Heading\n\n<math><mfrac><mi>a</mi><mi>b</mi></mfrac></math>"
+    html = markdown_to_clean_html({}, comment)
+    assert live_script(html) == [] and not any(bad in html.lower() for bad in EXECUTABLE), html
+    assert '<h1 id="Heading">' in html and 'class="anchor-link"' in html and "<mfrac><mi>a</mi>" in html
+
+
+def test_a_gradebook_comment_is_plain_text_to_markdown() -> None:
+    # What grade writes into the gradebook reads as written once nbgrader's feedback renders it as markdown.
+    from bs4 import BeautifulSoup
+    from nbconvert.filters import markdown2html
+
+    from autograder.grading.gradebook_export import plain_markdown
+
+    lines = [
+        "Autograder: invalid student name: '<img src=x onerror=alert(1)>'",
+        "NameError: <svg onload=alert(2)> &#106; http://127.0.0.1:9/x www.example.com",
+        "    x = a*b*c + __init__[0]  # [l](javascript:alert(3)) ![i](x)",
+        "1. # not a heading",
+        "- not a list",
+        "> not a quote",
+    ]
+    html = markdown2html(plain_markdown("\n".join(lines) + "\r[z](javascript:alert(4))"))
+    soup = BeautifulSoup(html, "html.parser")
+    assert {tag.name for tag in soup.find_all(True)} == {"p", "br"}, html  # no link, image, heading, list or code
+    shown = [line.replace("\xa0", " ") for line in soup.get_text().splitlines()]
+    assert shown == [*lines, "[z](javascript:alert(4))"]
+    assert plain_markdown("Autograder: unreadable: not a notebook") == "Autograder: unreadable: not a notebook"

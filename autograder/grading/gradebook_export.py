@@ -25,6 +25,7 @@ through nbgrader's ``Gradebook`` API:
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import warnings
 from datetime import datetime, timezone
@@ -113,6 +114,25 @@ def export_to_gradebook(
                 _place_autograded(course_dir, row, autograded[pair])
                 export.autograded.append(pair)
     return export
+
+
+# nbgrader's feedback renders a comment as markdown: these characters could make a tag, a link, an image, an
+# entity or emphasis of a student's text (an id, an exception message, a quoted line of code), so each is escaped.
+MARKDOWN_ANYWHERE = re.compile(r"([\\`*_\[\]<>&!|~])")
+# At the start of a line: a heading, a list, a quote, a setext underline, an ordered list's "1." or "1)".
+MARKDOWN_LINE_START = re.compile(r"^(\d*)([#+\-=>.)])")
+# A bare address, which the renderer turns into a link by itself: "http://" or "www.", escaped at its ":" or ".".
+BARE_ADDRESS = re.compile(r"(?<=[A-Za-z])(:)(?=//)|(?<=\bwww)(\.)", re.IGNORECASE)
+
+
+def plain_markdown(text: str) -> str:
+    """``text`` written so that markdown shows it as it is, line by line (a quoted code line keeps its indent)."""
+    lines = []
+    for line in text.splitlines():  # every line break markdown knows (\r too) ends a line here
+        body = line.lstrip(" \t")
+        indent = "&nbsp;" * (len(line) - len(body))  # leading spaces would make a code block, and vanish
+        lines.append(indent + MARKDOWN_LINE_START.sub(r"\1\\\2", BARE_ADDRESS.sub(r"\\\1\2", MARKDOWN_ANYWHERE.sub(r"\\\1", body))))
+    return "  \n".join(lines)  # a hard break: each line stays a line
 
 
 def _cells_tested(solutions_dir: Path, assignment: str) -> dict[str, set[str]]:
@@ -207,5 +227,6 @@ def _write_submission(gradebook: Gradebook, row: GradeRow, scores: dict[str, flo
     # The row's status on the first answer cell; what each failed test lost on the cells it uses.
     for position, comment in enumerate(sorted(notebook.comments, key=lambda c: c.cell.name)):
         own = comments.get(comment.cell.name, "")
-        comment.auto_comment = "\n\n".join(filter(None, [status if position == 0 else "", own])) or None
+        text = "\n\n".join(filter(None, [status if position == 0 else "", own]))
+        comment.auto_comment = "\n\n".join(plain_markdown(part) for part in text.split("\n\n")) or None
     gradebook.db.commit()

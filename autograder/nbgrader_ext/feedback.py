@@ -25,6 +25,7 @@ from nbformat.notebooknode import NotebookNode
 from nbgrader.preprocessors import ClearHiddenTests, NbGraderPreprocessor
 
 from ..offline_markdown import offline_markdown
+from .sanitize import markdown_to_clean_html
 
 REDACTED_NOTE = "# (hidden tests ran here; their code is not shown)"
 
@@ -135,6 +136,11 @@ class FeedbackHtmlExporter(HTMLExporter):
     one, which has no JupyterLab cells, so only the alt text remains, and ``with_alt_text`` adds it
     (most pages have no image at all). ``tests/test_sanitize.py`` checks it is the document HTMLExporter writes.
     """
+
+    def default_filters(self) -> Any:
+        # Markdown on the page (cells, comments) is cleaned after its last change: see sanitize.markdown_to_clean_html.
+        for name, jinja_filter in super().default_filters():
+            yield name, markdown_to_clean_html if name == "markdown2html" else jinja_filter
 
     def _create_environment(self) -> jinja2.Environment:
         environment = super()._create_environment()

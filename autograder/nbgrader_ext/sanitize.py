@@ -13,6 +13,12 @@ session. nbconvert passes raw HTML in markdown cells and ``text/html`` outputs t
   PNG and JPEG plots stay.
 
 The course's nbgrader configuration runs it in every ``HTMLExporter`` (feedback and formgrader).
+
+Steps after it change markdown again (``OfflineMarkdown`` puts MathML in a cell, which breaks the one-line
+HTML block above it), and nbgrader's feedback template renders gradebook comments as markdown. So the
+template's own ``markdown2html`` filter is replaced too (``markdown_to_clean_html``): whatever markdown a
+page shows, a cell, a markdown output or a comment, is cleaned last, after every transformation, by an
+allow-list that also keeps MathML and the headings' anchors.
 """
 
 from __future__ import annotations
@@ -20,8 +26,11 @@ from __future__ import annotations
 import re
 from typing import Any
 
+import jinja2
 from nbconvert.preprocessors import Preprocessor
 from nbformat.notebooknode import NotebookNode
+
+from ..offline_markdown import MATHML_ATTRIBUTES, MATHML_TAGS
 
 # What can make markdown carry script: a tag, a link or image (its URL), an entity (an encoded URL), a script scheme.
 MAY_CARRY_SCRIPT = re.compile(r"<[A-Za-z!/?]|\]\(|\]:|&#|&[A-Za-z]|javascript|vbscript|data:", re.IGNORECASE)
@@ -38,6 +47,38 @@ def clean_html(html: str) -> str:
     import nh3
 
     return nh3.clean(html, url_schemes=URL_SCHEMES)
+
+
+def _page_allow_list() -> tuple[set[str], dict[str, set[str]]]:
+    """nh3's default allow-list, with MathML (drawn without script), heading anchors and the wrapper's class."""
+    import nh3
+
+    tags = set(nh3.ALLOWED_TAGS) | MATHML_TAGS
+    attributes = {tag: set(names) for tag, names in nh3.ALLOWED_ATTRIBUTES.items()}
+    attributes |= {tag: set(MATHML_ATTRIBUTES) for tag in MATHML_TAGS}
+    attributes |= {f"h{level}": {"id"} for level in range(1, 7)}  # the anchor a heading's link points to
+    attributes["a"] = attributes.get("a", set()) | {"class"}  # nbconvert's "anchor-link"
+    attributes["div"] = {"class"}  # "sanitized-markdown"
+    return tags, attributes
+
+
+def clean_page_html(html: str) -> str:
+    """Rendered markdown as a page shows it: the allow-list of ``clean_html`` plus MathML and heading anchors."""
+    import nh3
+
+    tags, attributes = _page_allow_list()
+    return nh3.clean(html, tags=tags, attributes=attributes, url_schemes=URL_SCHEMES, link_rel=None)
+
+
+@jinja2.pass_context  # as HTMLExporter.markdown2html, which the compiled templates call with the context
+def markdown_to_clean_html(context: Any, source: str) -> str:
+    """The templates' ``markdown2html``, cleaned after it rendered: the last step any markdown on a page passes."""
+    from nbconvert.filters.markdown_mistune import IPythonRenderer, MarkdownWithMath
+
+    cell = context.get("cell", {}) or {}
+    path = (context.get("resources", {}) or {}).get("metadata", {}).get("path", "")
+    renderer = IPythonRenderer(escape=False, attachments=dict(cell.get("attachments", {}) or {}), path=path)
+    return clean_page_html(MarkdownWithMath(renderer=renderer).render(source))
 
 
 def clean_markdown(source: str, attachments: dict[str, Any] | None = None) -> str:
