@@ -8,7 +8,8 @@ Triton's interpreter instrumented and returns a ``KernelTrace``:
 * every launch, however it was started (``launch(...)``, ``kernel[grid](...)``, an autotuned kernel),
   and which kernel it was: the names the notebook binds to that very kernel object (``LaunchTrace.names``),
   never its ``__name__``, so ``trace.of("flash_attention_kernel")`` is the kernel the notebook's cell made,
-  not another one given its name;
+  not another one given its name (under grading, the kernel the graded cell made: a later cell that binds
+  another kernel to the name does not make it the graded one, ``recording.made_by_graded_cells``);
 * for each program of a launch, the ``tl.load`` and ``tl.dot`` calls it ran (atomics read and write), and
   for each role the test names by object, what it read of it (masked-out lanes are not reads): how many
   elements, how many distinct ones, how many lay outside the tensor, and the rows (the second-to-last
@@ -39,8 +40,13 @@ import numpy as np
 import torch
 
 from .memory import tensors_in
-from .recording import measured
+from .recording import made_by_graded_cells, measured
 from .watched import ENOUGH, Watched, as_values, copy_of, storage_address, watch_positions
+
+
+def _unnamed(kernel: str) -> str:
+    """A launch's kernel that no name holds, for messages (a kernel a later cell bound to a graded name is one)."""
+    return f"{kernel} (a kernel no name of the notebook holds; a graded name is the kernel the graded cell made)"
 
 
 @dataclass(frozen=True)
@@ -79,7 +85,7 @@ class LaunchTrace:
     names: tuple[str, ...] = ()  # the names bound to this kernel object where it and the test live
 
     def describe(self) -> str:
-        return "/".join(self.names) if self.names else f"{self.kernel} (a kernel no name of the notebook holds)"
+        return "/".join(self.names) if self.names else _unnamed(self.kernel)
 
 
 @dataclass(frozen=True)
@@ -136,7 +142,9 @@ def _program_from_data(program: Any) -> ProgramTrace:
 
 
 def _python_function(kernel: Any) -> Any:
-    while hasattr(kernel, "fn"):
+    for _ in range(8):  # an autotuner around a heuristics around a JITFunction: a few layers, never a cycle
+        if not hasattr(kernel, "fn"):
+            break
         kernel = kernel.fn
     return kernel
 
@@ -163,12 +171,19 @@ def _written(fn: Any) -> Any:
 
 def kernel_names(fn: Any, known: dict[str, Any]) -> tuple[str, ...]:
     """The names bound to the kernel whose Python function is ``fn``: in ``known`` (where the test runs) and in the
-    namespace the kernel was defined in (the notebook's, or a module's)."""
+    namespace the kernel was defined in (the notebook's, or a module's); under grading, a graded name only where
+    ``fn`` is the kernel the graded cell bound to it."""
     fn = _written(fn)
     names = {name for name, value in known.items() if _python_function(value) is fn}
     namespace = getattr(fn, "__globals__", None)
     if isinstance(namespace, dict):
         names.update(name for name, value in list(namespace.items()) if _is_kernel(value) and _python_function(value) is fn)
+    # Under grading, a graded name is the kernel its graded cell made, whatever a later cell bound to the name.
+    for name, made in made_by_graded_cells().items():
+        if _is_kernel(made) and _python_function(made) is fn:
+            names.add(name)
+        else:
+            names.discard(name)
     return tuple(sorted(names))
 
 
@@ -215,7 +230,7 @@ class _Launch:
 
     def key(self) -> tuple[str, ...]:
         """Whose stores these are: the names bound to the kernel, or one that no notebook name can be."""
-        return self.names or (f"{self.kernel} (a kernel no name of the notebook holds)",)
+        return self.names or (_unnamed(self.kernel),)
 
 
 @dataclass

@@ -107,6 +107,7 @@ class _State:
     stopped_because: dict[str, str] = field(default_factory=dict)  # cell -> why the sealed run ended early
     replayed: dict[str, list[Replayed]] = field(default_factory=dict)  # replay: cell -> what each invocation was given and gave
     submitted: frozenset[str] | None = None  # replay: the submitted notebook's functions, as build jobs write them
+    made: dict[str, Any] = field(default_factory=dict)  # record: the object the graded cell bound to each graded name
 
 
 @dataclass(frozen=True)
@@ -158,6 +159,27 @@ def start_recording(path: str, graded: Iterable[str], namespace: dict[str, Any])
     global _state
     _state = _State(mode=Mode.RECORD, namespace=namespace, graded=tuple(graded), path=path)
     open(path, "wb").close()
+
+
+def graded_bindings() -> dict[str, Any]:
+    """The objects the notebook binds to the graded names now (the sealed run takes this before a graded cell runs)."""
+    namespace = _state.namespace or {}
+    return {name: namespace.get(name, _MISSING) for name in _state.graded}
+
+
+def end_graded_cell(before: dict[str, Any]) -> None:
+    """A graded solution cell ran: the objects it bound to graded names (those not bound so before it) are the graded
+    ones, whatever a later cell binds to their names. The last run of the cell counts."""
+    namespace = _state.namespace or {}
+    for name, was in before.items():
+        now = namespace.get(name, _MISSING)
+        if now is not _MISSING and now is not was:
+            _state.made[name] = now
+
+
+def made_by_graded_cells() -> dict[str, Any]:
+    """In the sealed run, each graded name the graded cells bound, and the object they bound to it (empty elsewhere)."""
+    return dict(_state.made)
 
 
 def begin_cell(grade_id: str) -> None:

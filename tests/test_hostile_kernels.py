@@ -351,3 +351,122 @@ def test_an_autotuned_kernel_started_with_launch_is_the_notebooks_kernel_and_bui
     assert check_reads_at_most(trace, "tuned_double", {"X": 1, "OUT": 0}, label="tuned")
     assert check_kernel_outputs(returned_by_kernels(double, x), "tuned_double", label="tuned")
     assert check_builds_for_gpu(double, x)
+
+
+# --- a graded name is the kernel the graded cell made, whatever a later cell binds to it ----------------------
+
+
+@pytest.fixture
+def graded_cell(monkeypatch):
+    """The sealed run's record of graded cells, simulated: ``graded_cell(namespace, *names)`` runs as the sealed run
+    does around a graded cell; the caller binds the cell's objects in between (``recording.end_graded_cell``)."""
+    from course_utils import recording
+
+    def run(namespace, *names, **bound):
+        monkeypatch.setattr(recording._state, "namespace", namespace)
+        monkeypatch.setattr(recording._state, "graded", names)
+        before = recording.graded_bindings()
+        namespace.update(bound)
+        recording.end_graded_cell(before)
+
+    monkeypatch.setattr(recording._state, "made", {})
+    return run
+
+
+def answer_copied_by(kernel_of):
+    """A launcher that computes the answer with PyTorch and has ``kernel_of()`` copy it into O: the cheat a later cell
+    binds to the graded kernel's name."""
+
+    def launcher(Q, K, V):
+        O, answer = torch.empty_like(Q), torch.nn.functional.scaled_dot_product_attention(Q, K, V)
+        kernel_of()[(triton.cdiv(O.numel(), 64),)](answer, O, O.numel(), BLOCK=64)
+        return O
+
+    return launcher
+
+
+def test_a_kernel_a_later_cell_binds_to_the_graded_name_is_not_the_graded_kernel(graded_cell):
+    renamed_attention = IMPOSTOR  # a later cell: the graded kernel's name now holds a copy kernel
+    launcher = answer_copied_by(lambda: renamed_attention)
+    Q, K, V = qkv(20, 32)
+    assert check_kernel_outputs(returned_by_kernels(launcher, Q, K, V), "renamed_attention", label="by name")  # the way through
+    graded_cell({}, "renamed_attention", renamed_attention=globals()["renamed_attention"])  # what the graded cell made
+    with pytest.raises(AssertionError, match=r"of which 0 hold what renamed_attention stored there \(\d+ from IMPOSTOR\)"):
+        check_kernel_outputs(returned_by_kernels(launcher, Q, K, V), "renamed_attention", label="rebound")
+    trace = trace_kernels(launcher, Q, K, V, watch={"Q": Q, "K": K, "V": V}, outputs=("O",))
+    assert [launch.names for launch in trace.launches] == [("IMPOSTOR",)]
+    with pytest.raises(AssertionError, match=r"did not launch the notebook's renamed_attention \(kernels launched: IMPOSTOR\)"):
+        check_reads_at_most(trace, "renamed_attention", {"K": 1}, label="rebound")
+
+
+LATER_CELL = """
+@triton.jit
+def renamed_attention(SRC, DST, n, BLOCK: tl.constexpr):
+    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(DST + offsets, tl.load(SRC + offsets, mask=offsets < n), mask=offsets < n)
+"""
+
+
+def test_a_kernel_redefined_under_the_graded_name_by_a_later_cell_is_nobodys(graded_cell, monkeypatch):
+    import linecache
+
+    namespace = {"triton": triton, "tl": tl}  # the notebook's
+    source = (len(LATER_CELL), None, LATER_CELL.splitlines(True), "<later cell>")
+    monkeypatch.setitem(linecache.cache, "<later cell>", source)  # as IPython keeps a cell's source, for Triton to read
+    graded_cell(namespace, "renamed_attention", renamed_attention=globals()["renamed_attention"])
+    exec(compile(LATER_CELL, "<later cell>", "exec"), namespace)  # noqa: S102 - `@triton.jit def renamed_attention` again
+    launcher = answer_copied_by(lambda: namespace["renamed_attention"])
+    Q, K, V = qkv(20, 32)
+    trace = trace_kernels(launcher, Q, K, V, watch={"Q": Q, "K": K, "V": V}, outputs=("O",))
+    assert [launch.names for launch in trace.launches] == [()]  # the notebook's name holds it, but it is not the graded one
+    with pytest.raises(AssertionError, match=r"kernels launched: renamed_attention \(a kernel no name of the notebook holds"):
+        check_rows_read(trace, "renamed_attention", "K", allowed=lambda p: (0, 31), needed=lambda p: 0, label="redefined")
+
+
+def test_the_graded_cells_kernel_keeps_its_points_however_the_cell_ran(graded_cell):
+    namespace = {}
+    graded_cell(namespace, "renamed_attention", "launcher", renamed_attention=IMPOSTOR)  # the graded cell's first run
+    # Run again, now with the kernel and its launcher in the one cell: the last run's objects count.
+    graded_cell(namespace, "renamed_attention", "launcher", renamed_attention=globals()["renamed_attention"], launcher=attention())
+    assert check_one_pass(attention()) and check_skipping(attention())
+    assert check_one_pass(attention(keys=kernel_copy))  # a helper kernel beside it is judged by its names
+
+
+def test_an_autotuned_kernel_the_graded_cell_made_is_the_graded_kernel(graded_cell):
+    graded_cell({}, "tuned_double", tuned_double=tuned_double)
+    test_an_autotuned_kernel_started_with_launch_is_the_notebooks_kernel_and_builds()
+
+
+def test_the_sealed_run_keeps_what_each_graded_cell_bound(tmp_path, monkeypatch):
+    import signal
+
+    from autograder.grading import sealed_run
+    from course_utils import recording
+
+    class Shell:
+        user_ns: dict = {}
+
+        def run_cell(self, source, store_history=False):
+            exec(source, self.user_ns)  # noqa: S102 - the test's own cells
+
+        def showtraceback(self, *args):
+            raise AssertionError("a cell raised")
+
+    cells = [
+        {"source": "def kernel(): return 'first run'", "solution": "kernel_cell"},
+        {"source": "def kernel(): return 'graded'\ndef launcher(): return kernel()", "solution": "kernel_cell"},
+        {"source": "graded = kernel\ndef kernel(): return 'later'", "solution": ""},
+    ]
+    monkeypatch.setattr(recording, "_state", recording._State())
+    monkeypatch.setenv(recording.RECORD_FILE_ENV, str(tmp_path / "record"))
+    monkeypatch.setenv(recording.GRADED_NAMES_ENV, "")
+    shell, out, alarm = Shell(), os.open(os.devnull, os.O_WRONLY), signal.getsignal(signal.SIGALRM)
+    try:
+        request = {"cells": [{"index": i, "test": "", **cell} for i, cell in enumerate(cells)], "graded": "kernel,launcher", "timeout": 30}
+        sealed_run.run_cells(shell, request, out)
+    finally:
+        os.close(out)
+        signal.signal(signal.SIGALRM, alarm)
+    made = recording.made_by_graded_cells()
+    assert made == {"kernel": shell.user_ns["graded"], "launcher": shell.user_ns["launcher"]}
+    assert made["kernel"]() == "graded" and shell.user_ns["kernel"]() == "later"

@@ -23,6 +23,10 @@ every later fork starts from. For each request it forks:
   * ``R`` + bytes: the record (``course_utils.recording``), after each test cell;
   * ``E`` + JSON: the end of the run (why it ended, processes left behind).
 
+After each graded solution cell (a cell whose ``solution`` names its grade id), the objects it bound to graded
+names are kept (``recording.end_graded_cell``): the kernel a later cell binds to a graded kernel's name is not
+the graded kernel (``course_utils.kernel_trace``).
+
 When the grader has read what it wants, it says so; the runner kills the grandchild, which
 takes its whole PID namespace with it, and is ready for the next submission. The runner and
 the child are not dumpable, so the student's process, which cannot name them in its PID
@@ -295,6 +299,7 @@ def run_cells(shell: Any, request: dict[str, Any], out: int) -> None:
         _Outputs.cell, _Outputs.chars = [], 0
         if cell["test"]:
             recording.begin_cell(cell["test"])
+        bound = recording.graded_bindings() if cell.get("solution") else None
         sys.stdout, sys.stderr = _Stream("stdout"), _Stream("stderr")
         try:
             signal.setitimer(signal.ITIMER_REAL, limit)
@@ -304,6 +309,8 @@ def run_cells(shell: Any, request: dict[str, Any], out: int) -> None:
         finally:
             signal.setitimer(signal.ITIMER_REAL, 0)
             sys.stdout, sys.stderr = streams
+        if bound is not None:  # a graded solution cell: what it bound to graded names is what the tests grade
+            recording.end_graded_cell(bound)
         emit(out, CellFrame(cell["index"], tuple(_Outputs.cell), True).to_wire())
         if cell["test"]:
             try:
