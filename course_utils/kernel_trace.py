@@ -32,6 +32,7 @@ from __future__ import annotations
 import contextlib
 import inspect
 import sys
+import textwrap
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -178,13 +179,30 @@ def kernel_names(fn: Any, known: dict[str, Any]) -> tuple[str, ...]:
     namespace = getattr(fn, "__globals__", None)
     if isinstance(namespace, dict):
         names.update(name for name, value in list(namespace.items()) if _is_kernel(value) and _python_function(value) is fn)
-    # Under grading, a graded name is the kernel its graded cell made, whatever a later cell bound to the name.
+    # Under grading, a graded name is the kernel its graded cell made, whatever a later cell bound to the name;
+    # the same code run again (a cell copied while experimenting) is the same kernel.
     for name, made in made_by_graded_cells().items():
-        if _is_kernel(made) and _python_function(made) is fn:
+        if _is_kernel(made) and _python_function(made) is fn or _same_code(made, fn):
             names.add(name)
         else:
             names.discard(name)
     return tuple(sorted(names))
+
+
+def _same_code(made: Any, fn: Any) -> bool:
+    """Whether ``fn`` is the graded kernel ``made`` defined again from the same text (its decorators aside)."""
+    if not _is_kernel(made):
+        return False
+    source = _source(_python_function(made))
+    return source is not None and source == _source(fn)
+
+
+def _source(fn: Any) -> str | None:
+    try:
+        text = textwrap.dedent(inspect.getsource(fn))
+    except (OSError, TypeError):  # no text kept for it
+        return None
+    return text[text.find("def ") :]
 
 
 # --- the instrumented interpreter -----------------------------------------------------------------------

@@ -470,3 +470,23 @@ def test_the_sealed_run_keeps_what_each_graded_cell_bound(tmp_path, monkeypatch)
     made = recording.made_by_graded_cells()
     assert made == {"kernel": shell.user_ns["graded"], "launcher": shell.user_ns["launcher"]}
     assert made["kernel"]() == "graded" and shell.user_ns["kernel"]() == "later"
+
+
+def test_the_graded_kernel_run_again_from_the_same_code_is_still_the_graded_kernel(graded_cell, monkeypatch):
+    """A student who copies the graded cell into another one while experimenting keeps their points; another kernel
+    under the name does not become the graded one."""
+    import inspect
+    import linecache
+
+    from course_utils.kernel_trace import kernel_names
+
+    graded_cell({}, "renamed_attention", renamed_attention=globals()["renamed_attention"])
+    for text, graded in (
+        ("# tried again\n\n" + inspect.getsource(globals()["renamed_attention"].fn), True),
+        (LATER_CELL, False),
+    ):
+        namespace = {"triton": triton, "tl": tl}
+        monkeypatch.setitem(linecache.cache, "<copied cell>", (len(text), None, text.splitlines(True), "<copied cell>"))
+        exec(compile(text, "<copied cell>", "exec"), namespace)  # noqa: S102 - `@triton.jit def renamed_attention`
+        again = namespace["renamed_attention"]
+        assert kernel_names(again.fn, {"renamed_attention": again}) == (("renamed_attention",) if graded else ())

@@ -40,7 +40,7 @@ from nbformat.notebooknode import NotebookNode
 import course_utils
 from course_utils import gpu_compiler
 from course_utils.interpreter import python_executable
-from course_utils.notebook_cells import is_test_cell, nbgrader_meta
+from course_utils.notebook_cells import is_solution_cell, is_test_cell, nbgrader_meta
 from course_utils.sealed_protocol import CELL, DONE, END, HEADER, RECORD, RUN, CellFrame, EndFrame, InvalidFrame
 
 from .process_limit import ProcessLimit, process_limit
@@ -356,7 +356,13 @@ def run_sealed(notebook: NotebookNode, graded: list[str], limits: SandboxLimits)
     """Execute ``notebook``'s code cells sealed (or, with ``limits.sealed`` False, only in a fork)."""
     started = time.monotonic()
     cells = [
-        {"index": index, "source": cell.source, "test": nbgrader_meta(cell).get("grade_id", "") if is_test_cell(cell) else ""}
+        {
+            "index": index,
+            "source": cell.source,
+            "test": nbgrader_meta(cell).get("grade_id", "") if is_test_cell(cell) else "",
+            # What a graded solution cell binds is the graded object (``recording.made_by_graded_cells``).
+            "solution": nbgrader_meta(cell).get("grade_id", "") if is_solution_cell(cell) else "",
+        }
         for index, cell in enumerate(notebook.cells)
         if cell.cell_type == "code"
     ]
