@@ -490,3 +490,15 @@ def test_the_graded_kernel_run_again_from_the_same_code_is_still_the_graded_kern
         exec(compile(text, "<copied cell>", "exec"), namespace)  # noqa: S102 - `@triton.jit def renamed_attention`
         again = namespace["renamed_attention"]
         assert kernel_names(again.fn, {"renamed_attention": again}) == (("renamed_attention",) if graded else ())
+
+
+def test_a_watched_tensor_of_few_values_is_known_by_its_memory_alone():
+    """Value matching needs values a buffer would not hold by chance: a constant K makes no buffer of ones its copy."""
+    from course_utils.watched import Watched, as_values
+
+    K = torch.randn(4, 8)
+    assert Watched("K", K).copied_in(as_values(K.clone().t()), torch.float32)  # random values: a copy is known
+    constant = torch.ones(4, 8)
+    assert not Watched("K", constant).copied_in(as_values(torch.ones(16)), torch.float32)
+    tiny = torch.randn(3)
+    assert Watched("K", tiny).copied_in(as_values(torch.cat([tiny, torch.zeros(2)])), torch.float32)
