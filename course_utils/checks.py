@@ -15,7 +15,8 @@ cells end with ``assert check_...(...)``, so the last line of a test cell is alw
 - ``inputs``: the inputs tests build (``random_tensor``, ``random_shape``, ``nan_padded``);
 - ``flops`` and ``memory``: the measurements a test may take (``count_flops``, ``peak_tensor_bytes``);
 - what tests measure with or stand in for the student's code: ``tensor_reads`` (``elements_read``),
-  ``kernel_trace`` (``trace_kernels``, ``returned_by_kernels``), ``streams`` (``one_shot_blocks``),
+  ``kernel_trace`` (``trace_kernels``, ``returned_by_kernels``), ``kernel_steps`` (``where_steps_differ``: which step of a
+  kernel or tiled function first goes wrong), ``streams`` (``one_shot_blocks``),
   ``model_stand_ins`` (``model_calls``, ``describe_calls``, ``rope_angles``), ``stand_ins`` and
   ``emulated_kernels`` (the ``*_STAND_IN`` callees), ``autograd_refs`` (gradients by autograd of PyTorch's
   attention, and the tile functions' stand-ins).
@@ -54,6 +55,7 @@ from .flops import count_flops, tiled_attention_flops, visited_tiles
 from .gpu_checks import check_builds_for_gpu
 from .guards import Guards
 from .inputs import nan_padded, random_shape, random_tensor
+from .kernel_steps import Step, where_steps_differ
 from .kernel_trace import returned_by_kernels, trace_kernels
 from .memory import peak_tensor_bytes
 from .model_stand_ins import describe_calls, model_calls, rope_angles
@@ -84,6 +86,7 @@ __all__ = [
     "SCORES_STAND_IN",
     "SOFTMAX_BACKWARD_STAND_IN",
     "SOFTMAX_ROW_KERNEL_STAND_IN",
+    "Step",
     "TOLERANCES",
     "Tolerance",
     "attention_rounding",
@@ -127,4 +130,5 @@ __all__ = [
     "tolerance",
     "trace_kernels",
     "visited_tiles",
+    "where_steps_differ",
 ]
