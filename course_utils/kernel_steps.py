@@ -80,7 +80,12 @@ def _name(fn: Any) -> str:
 
 
 def _difference(got: Any, want: Any, rtol: float | None, atol: float | None, rounding: Tolerance | None) -> str:
-    """What first differs between two results (a tensor, or a tuple of them): "" when nothing does."""
+    """What first differs between two results (a tensor, or a tuple of them): "" when nothing does.
+
+    A reference that returns a dict names its results ({"dQ": ..., "dK": ..., "dV": ...}): the student's tuple is
+    read in the same order, and a difference is told by that name.
+    """
+    names = [str(key) for key in want] if isinstance(want, dict) else []
     wanted = list(tensors_in(want))
     found = list(tensors_in(got)) if isinstance(got, (torch.Tensor, tuple, list)) else []
     if len(found) != len(wanted):
@@ -89,6 +94,6 @@ def _difference(got: Any, want: Any, rtol: float | None, atol: float | None, rou
         try:
             check_close(mine.cpu(), theirs.cpu(), label="", check_dtype=False, rtol=rtol, atol=atol, rounding=rounding)
         except CheckFailed as failed:
-            which = f"result {index} (of {len(wanted)}): " if len(wanted) > 1 else ""
+            which = f"{names[index]}: " if len(names) == len(wanted) else f"result {index} (of {len(wanted)}): " if len(wanted) > 1 else ""
             return which + failed.problem
     return ""

@@ -51,3 +51,14 @@ def test_a_right_answer_names_no_step_and_an_error_is_reported_as_raised() -> No
 
     said = where_steps_differ(fails_past_one_block, _row_sums, LADDER)
     assert "is carrying the sum from one block to the next" in said and "raised IndexError: block index out of range" in said, said
+
+
+def test_a_reference_that_names_its_results_has_a_difference_told_by_that_name() -> None:
+    def both(x: torch.Tensor, block: int) -> dict[str, torch.Tensor]:
+        return {"total": _row_sums(x, block), "first column": x[:, 0]}
+
+    def wrong_first_column(x: torch.Tensor, block: int) -> tuple[torch.Tensor, torch.Tensor]:
+        return _row_sums(x, block), x[:, 1]
+
+    said = where_steps_differ(wrong_first_column, both, LADDER[:1])
+    assert "one block of 8 columns: first column: " in said, said
