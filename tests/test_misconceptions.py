@@ -5,10 +5,11 @@ from __future__ import annotations
 import nbformat
 import torch
 
-from autograder.grading.misconceptions import reproduces, results_match, section_of
+from autograder.grading.misconceptions import name_misconceptions, reproduces, results_match, section_of
 from autograder.grading.models import MISCONCEPTION_SEPARATOR
-from autograder.mistakes import MISTAKES
+from autograder.mistakes import MISTAKES, Variant
 from autograder.settings import SOLUTIONS_DIR
+from autograder.solutions import solution_module
 from course_utils import recording
 from course_utils.notebook_cells import solution_cells
 
@@ -112,3 +113,48 @@ def test_a_mistake_in_an_object_is_followed_through_the_handles_the_record_gives
     right = (torch.cat([k1, k2], dim=-2), torch.cat([v1, v2], dim=-2))
     assert not reproduces(assignment, forgets, cell, record(right)), "a cache that appends names nothing"
     assert recording.mode() is recording.Mode.LIVE, "the mode the comparison began in is restored"
+
+
+def _flops_call(args: tuple[int, ...], result: int) -> recording.Replayed:
+    return recording.Replayed("name:attention_flops", None, args, {}, None, (), None, recording.CallOutcome("value", value=result))
+
+
+def test_a_name_is_given_per_test_on_that_tests_own_evidence() -> None:
+    # A FLOP count of Q K^T alone equals "multiply-adds instead of FLOPs" when d_k = d_v, and not when they differ: the
+    # name belongs on the first test only, where that mistake's result is the student's.
+    assignment = "06_complexity"
+    source = nbformat.read(SOLUTIONS_DIR / assignment / f"{assignment}.ipynb", as_version=4)
+
+    def scores_only(b: int, h: int, t_q: int, t_k: int, d_k: int, d_v: int) -> int:
+        return 2 * b * h * t_q * t_k * d_k
+
+    equal_widths, other_widths = (1, 1, 100, 100, 64, 64), (1, 2, 10, 20, 8, 32)
+    replayed = {
+        "test_attention_flops": [_flops_call(equal_widths, scores_only(*equal_widths))],
+        "test_attention_flops_with_d_v": [_flops_call(other_widths, scores_only(*other_widths))],
+    }
+    named = name_misconceptions(assignment, source, set(replayed), replayed)
+    multiply_adds = "attention_flops counts multiply-adds instead of FLOPs"
+    assert [m.name for m in named.get("test_attention_flops", ())] == [multiply_adds], named
+    assert multiply_adds not in [m.name for m in named.get("test_attention_flops_with_d_v", ())], (
+        "named where its result (16000) is not 6400"
+    )
+
+
+def test_an_error_two_mistakes_share_is_no_evidence_for_either() -> None:
+    assignment = "01_soft_dictionary_lookup"
+    source = nbformat.read(SOLUTIONS_DIR / assignment / f"{assignment}.ipynb", as_version=4)
+    cell = solution_cells(source)["softmax"]
+    line = "shifted = scaled - scaled.amax(dim=dim, keepdim=True)"
+    no_keepdim = Variant("softmax's max without keepdim", "softmax", edits=((line, "shifted = scaled - scaled.amax(dim=dim)"),))
+    mean_no_keepdim = Variant(
+        "softmax subtracts the mean, without keepdim", "softmax", edits=((line, "shifted = scaled - scaled.mean(dim=dim)"),)
+    )
+    logits = torch.randn(2, 3, dtype=torch.float64)  # [2, 3] minus a [2] vector: the same shape error for both
+    outcome = recording.run_call(
+        solution_module(assignment, {"softmax": no_keepdim.apply(cell)}, name="shared error probe").softmax, None, (logits,), {}, None, ()
+    )
+    assert outcome.kind == "raised" and outcome.error_type == "RuntimeError", outcome
+    call = recording.Replayed("name:softmax", None, (logits,), {}, None, (), None, outcome)
+    assert reproduces(assignment, no_keepdim, cell, [call]), "the error alone tells it from the solution"
+    assert not reproduces(assignment, no_keepdim, cell, [call], rivals=[mean_no_keepdim]), "another mistake raises the same error"

@@ -20,7 +20,7 @@ import copy
 import math
 import time
 import warnings
-from typing import Any, Iterator
+from typing import Any, Iterator, Sequence
 
 import torch
 from nbformat.notebooknode import NotebookNode
@@ -76,26 +76,27 @@ def name_misconceptions(
     candidates.sort(key=lambda m: len(failed ^ set(m.loses)))  # the nearest to what failed first
     agreement: dict[str, list[bool]] = {}  # test -> whether the solution gives the student's result, call by call
     for mistake in candidates:
-        if time.process_time() - started > budget_s:
-            break
-        tests = [t for t in mistake.loses if t in failed and replayed.get(t)]
-        if not tests:
-            continue
-        # The first test the mistake loses is the one that names it: its results decide (and cost the least time).
-        if tests[0] not in agreement:  # the solution's side is the same for every candidate: worked out once per test
-            agreement[tests[0]] = _solution_agreement(assignment, replayed[tests[0]])
-        if _reproduces_safely(assignment, mistake, cells[mistake.cell], replayed[tests[0]], agreement[tests[0]]):
-            found = Misconception(mistake.name, section_of(source, mistake.cell))
-            for test in tests:
-                named.setdefault(test, []).append(found)
+        # Each test is its own evidence: a mistake is named on a test only where that test's recorded calls show
+        # its result (one test's match says nothing of another's, where the mistake may give something else).
+        for test in [t for t in mistake.loses if t in failed and replayed.get(t)]:
+            if time.process_time() - started > budget_s:
+                return {test: tuple(found) for test, found in named.items()}
+            if test not in agreement:  # the solution's side is the same for every candidate: worked out once per test
+                agreement[test] = _solution_agreement(assignment, replayed[test])
+            rivals = [m for m in MISTAKES.get(assignment, []) if m is not mistake and test in m.loses and m.cell in cells]
+            if _reproduces_safely(assignment, mistake, cells, replayed[test], agreement[test], rivals):
+                named.setdefault(test, []).append(Misconception(mistake.name, section_of(source, mistake.cell)))
     return {test: tuple(found) for test, found in named.items()}
 
 
-def reproduces(assignment: str, mistake: Variant, solution_source: str, calls: list[recording.Replayed]) -> bool:
+def reproduces(
+    assignment: str, mistake: Variant, solution_source: str, calls: list[recording.Replayed], rivals: Sequence[Variant] = ()
+) -> bool:
     """Whether ``mistake`` (applied to the solution cell ``solution_source``) gives every comparable result of ``calls``,
     and on at least one a result the solution does not give: the rule naming applies, for one mistake (naming also
     turns any error of the comparison into False, so that it never costs a grade; this raises it)."""
-    return _reproduces(assignment, mistake, solution_source, calls, _solution_agreement(assignment, calls))
+    cells = {mistake.cell: solution_source}
+    return _reproduces(assignment, mistake, cells, calls, _solution_agreement(assignment, calls), rivals)
 
 
 def _module(assignment: str, mistake: Variant, solution_source: str) -> Any:
@@ -106,11 +107,16 @@ def _module(assignment: str, mistake: Variant, solution_source: str) -> Any:
 
 
 def _reproduces_safely(
-    assignment: str, mistake: Variant, solution_source: str, calls: list[recording.Replayed], solution_agrees: list[bool]
+    assignment: str,
+    mistake: Variant,
+    cells: dict[str, str],
+    calls: list[recording.Replayed],
+    solution_agrees: list[bool],
+    rivals: Sequence[Variant] = (),
 ) -> bool:
     """``_reproduces``, where any failure of the comparison itself names nothing: naming must never cost a grade."""
     try:
-        return _reproduces(assignment, mistake, solution_source, calls, solution_agrees)
+        return _reproduces(assignment, mistake, cells, calls, solution_agrees, rivals)
     except Exception:  # noqa: BLE001 - a result that cannot be compared is no evidence
         return False
 
@@ -129,20 +135,27 @@ def _solution_agreement(assignment: str, calls: list[recording.Replayed]) -> lis
 
 
 def _reproduces(
-    assignment: str, mistake: Variant, solution_source: str, calls: list[recording.Replayed], solution_agrees: list[bool]
+    assignment: str,
+    mistake: Variant,
+    cells: dict[str, str],
+    calls: list[recording.Replayed],
+    solution_agrees: list[bool],
+    rivals: Sequence[Variant] = (),
 ) -> bool:
     """The mistake gives every comparable result of ``calls``, and on at least one of them that result is wrong.
 
     Only a call where the mistake's result differs from the solution's can tell the mistake from a
     correct answer: where the two agree, the student's matching result is evidence of neither. So a
     mistake is named only when some call distinguishes it (and the student's result there is the mistake's).
+    An error distinguishes only when no rival (another catalogued mistake that loses the same test) raises
+    the same error there too: an error two bugs share tells neither from the other.
 
     For a mistake whose wrong values are undefined (``Variant.undefined_values``), a tensor result
     compares by where it is wrong, not by value: the student's wrong entries must all lie where the
     mistake's output is wrong or left undefined (``_same_entries_wrong``), and some entry must be wrong.
     """
     try:
-        module = _module(assignment, mistake, solution_source)
+        module = _module(assignment, mistake, cells[mistake.cell])
         solution = load_solution(assignment) if mistake.undefined_values else None
     except Exception:  # noqa: BLE001 - a mistake that cannot even load names nothing
         return False
@@ -159,8 +172,21 @@ def _reproduces(
             continue
         if not same:
             return False
+        if distinguishing and call.outcome.kind == "raised" and call.measure is None:
+            distinguishing = not any(_rival_raises_the_same(assignment, rival, cells, call) for rival in rivals)
         distinguished = distinguished or distinguishing
     return distinguished
+
+
+def _rival_raises_the_same(assignment: str, rival: Variant, cells: dict[str, str], call: recording.Replayed) -> bool:
+    """``rival`` raises the student's error on this call too (where that cannot be run, say on an object made earlier or
+    in a cell not at hand, it is not ruled out)."""
+    if call.target.startswith("handle:") or rival.cell not in cells:
+        return True
+    try:
+        return _same_result(_module(assignment, rival, cells[rival.cell]), {}, call)
+    except Exception:  # noqa: BLE001 - a rival that cannot be run cannot be ruled out
+        return True
 
 
 def _solution_gives(solution: Any, objects: dict[int, Any], call: recording.Replayed) -> bool:
