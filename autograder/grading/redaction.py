@@ -4,7 +4,9 @@ A submission can read the hidden tests while they run beside it (its caller's fr
 print them later, or raise an exception whose message quotes them. Every text that goes
 into feedback passes through ``Redactor``, which removes each line that reproduces a line
 of a hidden test or of a solution region (lines the released notebook also shows are not
-secret and stay).
+secret and stay). A line the student wrote in an answer cell of their own is never removed
+(``sparing``): it tells them nothing they did not write, and a hole in their own code would
+only confuse them. What is removed is replaced by a sentence that says so.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from course_utils.notebook_cells import (
     is_test_cell,
 )
 
-REDACTED = "[a line that reproduces a hidden test or the solution was removed]"
+REDACTED = "[one line is not shown here: it quotes a hidden test or the solution]"
 MIN_SECRET_CHARS = 16  # shorter lines ("return out", "### END") are too common to be secrets
 SOLUTION_REGION = re.compile(r"### BEGIN SOLUTION\n(.*?)### END SOLUTION", re.DOTALL)
 
@@ -53,6 +55,11 @@ class Redactor:
         public_lines = {_normal(line) for line in public}
         kept = {_normal(line) for line in secret} - public_lines
         return cls(frozenset(line for line in kept if len(line.replace(" ", "")) >= MIN_SECRET_CHARS))
+
+    def sparing(self, submission: NotebookNode | dict[str, Any]) -> "Redactor":
+        """This redactor, less every secret that a line of the submission's own answer cells contains."""
+        own = [_normal(line) for cell in submission["cells"] if is_solution_cell(cell) for line in cell_source(cell).splitlines()]
+        return Redactor(frozenset(secret for secret in self.secrets if not any(secret in line for line in own)))
 
     def text(self, text: str) -> str:
         if not self.secrets or not text:

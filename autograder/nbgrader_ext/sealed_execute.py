@@ -70,7 +70,7 @@ class SealedExecute(NbGraderPreprocessor):
         except ForgedRecord as forged:  # nothing of this run is used: the submission's row says why
             run.invalid, verdicts = run.invalid or f"a forged record ({forged})"[:300], {}
         verdict_seconds = time.perf_counter() - started
-        redactor = Redactor.for_source(source)
+        redactor = Redactor.for_source(source).sparing(nb)  # the student's own lines are never hidden from them
         for index, cell in enumerate(nb.cells):
             if cell.cell_type != "code":
                 continue
