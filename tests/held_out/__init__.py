@@ -3,8 +3,9 @@
 A student's bug is rarely one the catalogue lists. These are graded with the class (``tests/helpers.py`` packs
 them with the catalogued ones), and tests/test_grading.py holds each to what an uncatalogued bug deserves: it
 loses points only on the tests of its own function (``loses``, checked like the catalogue's), no catalogued
-misconception is named for it, and its feedback still says where it is (``says``: the function's call, and for
-a composite the step that first differs).
+misconception is named for it unless ``named`` says why that mistake's result is its result on that very test,
+and its feedback still says where it is (``says``: the function's call, and for a composite, a kernel or a tiled
+function the step that first differs).
 """
 
 from __future__ import annotations
@@ -20,6 +21,9 @@ from autograder.mistakes import Variant, catalogue_module
 class HeldOut:
     mistake: Variant  # its loses: exactly the tests it must lose, the one that names its function first
     says: tuple[str, ...]  # phrases its feedback page must show (HTML-unescaped, whitespace collapsed)
+    # (test, catalogued mistake, why): a catalogued mistake that gives this one's very results on that test's inputs
+    # (a Q K^T-only FLOP count is "multiply-adds instead of FLOPs" when d_k = d_v), so naming it there is right.
+    named: tuple[tuple[str, str, str], ...] = ()
 
 
 def _held_out() -> dict[str, list[HeldOut]]:
