@@ -114,7 +114,8 @@ def _grade(args: argparse.Namespace) -> int:
     started = time.monotonic()
     try:
         roster = read_roster(Path(args.roster), args.roster_column) if args.roster else None
-        report = grade(Path(args.submissions), Path(args.out), _grade_settings(args, roster.students if roster else None))
+        sources = [Path(source) for source in args.submissions]
+        report = grade(sources, Path(args.out), _grade_settings(args, roster.students if roster else None))
     except ValueError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
@@ -163,16 +164,25 @@ def _write_lms_import(report: "GradingResults", roster: "Roster | None", out: Pa
     from .settings import SOLUTIONS_DIR
 
     if roster is None:
-        (out / LMS_IMPORT_CSV).unlink(missing_ok=True)  # an earlier run's, with scores this run did not give
+        if (out / LMS_IMPORT_CSV).exists():
+            (out / LMS_IMPORT_CSV).unlink()  # an earlier run's, without the scores this run gave
+            print(f"removed {out / LMS_IMPORT_CSV}: it is written from the roster, so pass --roster to have it again")
         return
     specs = {name: AssignmentSpec.load(SOLUTIONS_DIR, name) for name in list_assignments(SOLUTIONS_DIR)}
-    lms = write_lms_import(report.grades, specs, roster, out)
-    print(f"for the LMS's gradebook import: {lms} (the roster's own columns, then points per assignment)")
+    lms = write_lms_import([r.grade for r in report.term], specs, roster, out)  # every assignment OUT holds
+    print(f"for the LMS's gradebook import: {lms} (the roster's own columns, then points per assignment graded into it)")
 
 
 def _print_outputs(report: "GradingResults", out: Path, seconds: float) -> None:
+    from .grading.models import STALE_NOTE
+
     reused = f" ({report.reused} unchanged since the last run, not graded again)" if report.reused else ""
     print(f"\n{len(report.grades)} grade row(s){reused} in {seconds:.0f} s; written to {out / 'grades.csv'}")
+    kept = len(report.term) - len(report.results)
+    stale = sum(any(note.startswith(STALE_NOTE) for note in r.grade.outcome.notes) for r in report.term)
+    if kept or stale:
+        marked = f", {stale} of them stale (its notebook is gone from where it was: see its status)" if stale else ""
+        print(f"{out / 'grades.csv'} also keeps {kept} row(s) of earlier runs into it{marked}")
     print(f"for the LMS: {out / 'gradebook.csv'}; class summary: {out / 'summary.md'} and {out / 'summary.png'}")
     if report.gradebook:
         export = report.gradebook
@@ -224,11 +234,27 @@ def _add_release(commands: argparse._SubParsersAction) -> None:
     release.set_defaults(run=_release)
 
 
+def _add_grade_sources(grade: argparse.ArgumentParser) -> None:
+    """``grade``'s sources and OUT: several sources are one class, and OUT keeps the term."""
+    grade.add_argument(
+        "submissions",
+        nargs="+",
+        metavar="SOURCE",
+        help="a folder of student folders, a flat folder of downloaded notebooks, or a .zip of either; several are one class, "
+        "and where a student handed in the same assignment in two, the latest hand-in is graded",
+    )
+    grade.add_argument(
+        "--out",
+        required=True,
+        help="where grades.csv, tests.csv and feedback/ are written; it keeps the term: every run adds to it, "
+        "each pair's row stays until that pair is graded again",
+    )
+
+
 def _add_grade(commands: argparse._SubParsersAction) -> None:
     """``grade``: its options, as in the instructors' guide."""
-    grade = commands.add_parser("grade", help="autograde a folder with one sub-folder per student")
-    grade.add_argument("submissions", help="a folder of student folders, a flat folder of downloaded notebooks, or a .zip of either")
-    grade.add_argument("--out", required=True, help="where grades.csv, tests.csv and feedback/ are written")
+    grade = commands.add_parser("grade", help="autograde what a class handed in: folders of student folders, LMS zips")
+    _add_grade_sources(grade)
     grade.add_argument("--assignment", help="grade only this assignment (default: every one handed in)")
     grade.add_argument("--no-feedback", action="store_true", help="skip the HTML feedback")
     grade.add_argument("--jobs", type=int, default=1, help="grade this many submissions at a time (default 1)")

@@ -281,7 +281,7 @@ def test_links_are_never_followed(tmp_path: Path) -> None:
     assert sorted(intake.chosen) == [("honest", FIRST)]
     assert "a symbolic link" in intake.refused[("linker", FIRST)]
     assert [h.received_as for h, _ in intake.unplaced_refused] == ["folder-link"]
-    assert "folder-link" not in intake.folders  # one row for it (refused), not a 'missing' row per assignment too
+    assert "folder-link" not in intake.students  # one row for it (refused), not a 'missing' row per assignment too
     archive = _zip(tmp_path / "with-links.zip", {f"zipped/{FIRST}.ipynb": nbformat.writes(released(FIRST)).encode()})
     shutil_copy = submissions / "class.zip"
     shutil_copy.write_bytes(archive.read_bytes())  # a zip beside the links: the folder is copied, links stay links

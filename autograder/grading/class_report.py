@@ -23,7 +23,11 @@ Four sections, from the submissions' results (the rows of ``grades.csv`` and ``t
   reference declared with ``@answers``, ``course_utils.tripwires``) is listed as copied from the course
   package: the grade refuses those answers when they run, but cannot see their text copied.
 * **Not graded, or stopped by a limit**: rows that scored nothing from the tests (not handed in,
-  unreadable, refused, a failed run...) and scored rows whose notes name a limit, with their status.
+  unreadable, refused, a failed run...), scored rows whose notes name a limit, and rows an earlier run gave that OUT
+  keeps stale (their notebook is gone from its source), with their status.
+
+``grade`` writes the report of the term: every row OUT holds, the rows of earlier runs into it too (``GradingResults.term``);
+a pair graded before reads its notebook from OUT's graded copy for the similarity.
 
 The page is one self-contained file: no script at all (a Content-Security-Policy forbids any),
 no external resource; it opens from disk. Every string that came from a submission (student ids,
@@ -50,7 +54,7 @@ from course_utils.notebook_cells import assignment_notebook, cell_source, soluti
 
 from ..settings import NOTEBOOKS_DIR, SOLUTIONS_DIR
 from .admission import repair
-from .models import AssignmentSpec, GradeRow, Misconception, Submission, SubmissionResult
+from .models import STALE_NOTE, AssignmentSpec, GradeRow, Misconception, Submission, SubmissionResult
 from .statistics import BIN_EDGES, BIN_WIDTH, MIN_FOR_DISCRIMINATION, NotebookStats, QuestionStats, notebook_stats
 
 CLASS_REPORT_HTML = "class-report.html"
@@ -191,11 +195,12 @@ def misconceptions(results: list[SubmissionResult], specs: dict[str, AssignmentS
 
 
 def problems(grades: list[GradeRow]) -> list[Problem]:
-    """Rows that scored nothing from the tests, and scored rows whose notes name a limit, in row order."""
+    """Rows that scored nothing from the tests, scored rows whose notes name a limit, and rows kept stale (their
+    notebook is gone from its source), in row order."""
     return [
         Problem(r.student_id, r.assignment, r.outcome.kind.value, r.status, r.outcome.scored)
         for r in grades
-        if not r.outcome.scored or any(LIMIT_NOTE.search(note) for note in r.outcome.notes)
+        if not r.outcome.scored or any(LIMIT_NOTE.search(note) or note.startswith(STALE_NOTE) for note in r.outcome.notes)
     ]
 
 

@@ -7,6 +7,10 @@ Accepted as SUBMISSIONS:
   (``Copy of 03_….ipynb``, ``03_… (1).ipynb``);
 - a ``.zip`` of either, and zips inside it (one per student).
 
+Several of these may be given: one class, merged by student and hand-in time (``take_in_all``). A zip at
+the top of a folder (an LMS download placed among the exchange's student folders) is a source of its
+own, never a student, unless the student pattern reads a student off its name (an LMS's zip per student).
+
 A regular expression with a ``student`` group (``--student-pattern``) reads the student from a
 file or folder name. A file is matched to its assignment by its name, else by its number
 (``03_…``), else by its content (the graded functions it defines). Nothing here modifies the
@@ -27,7 +31,7 @@ import tempfile
 import time
 import zipfile
 import zlib
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path, PurePosixPath
@@ -59,6 +63,7 @@ class Handin:
     assignment: str | None
     notes: tuple[str, ...] = ()
     submitted_at: SubmittedAt | None = None  # nbgrader's timestamp.txt beside it, else its zip entry's date
+    source: str = ""  # the source it came from (``Received.label``)
 
     @property
     def released_name(self) -> bool:
@@ -71,17 +76,23 @@ class Intake:
 
     chosen: dict[tuple[str, str], Handin] = field(default_factory=dict)
     unplaced: list[tuple[Handin, str]] = field(default_factory=list)  # (hand-in, why no student or assignment could be read off it)
-    folders: set[str] = field(default_factory=set)  # students with a folder, notebooks in it or not
     # Files that were received but not read (over an archive limit, a link): why, by (student, assignment)
     # when that could be read off the name; the others in ``unplaced_refused``.
     refused: dict[tuple[str, str], str] = field(default_factory=dict)
     unplaced_refused: list[tuple[Handin, str]] = field(default_factory=list)
+    refused_source: dict[tuple[str, str], str] = field(default_factory=dict)  # the source of each pair in ``refused``
 
     @property
     def students(self) -> list[str]:
+        """Whoever a notebook (read or refused) is from: a folder that holds no notebook is no student."""
         placed = {student for student, _ in self.chosen} | {student for student, _ in self.refused}
         placed |= {h.student for h, _ in self.unplaced + self.unplaced_refused if h.student}
-        return sorted(placed | self.folders)
+        return sorted(placed)
+
+    def source_of(self, pair: tuple[str, str]) -> str:
+        """Where the pair's notebook came from ('' when nothing came in for it)."""
+        handin = self.chosen.get(pair)
+        return handin.source if handin is not None else self.refused_source.get(pair, "")
 
 
 def clean_stem(name: str) -> str:
@@ -146,6 +157,13 @@ class Received:
     limits: ArchiveLimits = ARCHIVE_LIMITS  # a folder's files are held to one archive entry's size too
     dates: dict[Path, float] = field(default_factory=dict)  # files extracted from a zip -> the date the LMS gave its entry
     extracted: frozenset[Path] = frozenset()  # every file that came out of an archive
+    label: str = ""  # the source, as a stable name: its path (a zip found in a folder: the folder's path and its name)
+    nested: tuple["Received", ...] = ()  # zips at the top of a folder that name no student: sources of their own
+
+    @property
+    def sources(self) -> list["Received"]:
+        """This source and the ones found in it, each to be taken in on its own."""
+        return [self, *self.nested]
 
     def submitted_at(self, notebook: Path) -> SubmittedAt | None:
         """When ``notebook`` was handed in: the LMS's date of its zip entry; else the nearest genuine timestamp.txt at
@@ -172,31 +190,91 @@ class Received:
         )
 
 
+def student_regex(student_pattern: str) -> re.Pattern[str]:
+    """``--student-pattern`` compiled, or a ValueError that says what is wrong with it."""
+    try:
+        pattern = re.compile(student_pattern)
+    except re.error as error:
+        raise ValueError(f"--student-pattern {student_pattern!r} is not a regular expression ({error})") from None
+    if "student" not in pattern.groupindex:
+        raise ValueError(f"--student-pattern {student_pattern!r} needs a named group (?P<student>...)")
+    return pattern
+
+
 @contextmanager
-def opened(submissions: Path, limits: ArchiveLimits = ARCHIVE_LIMITS) -> Iterator[Received]:
-    """A folder to read SUBMISSIONS from: itself, or a private extraction of a zip (nested zips too)."""
+def opened(submissions: Path, limits: ArchiveLimits = ARCHIVE_LIMITS, student_pattern: str = DEFAULT_STUDENT_PATTERN) -> Iterator[Received]:
+    """A folder to read SUBMISSIONS from: itself, or a private extraction of a zip (nested zips too).
+
+    A zip at the top of a folder whose name names no student (by ``student_pattern``) is a source of its own, in
+    ``Received.nested``: it is opened as a zip given on the command line would be, and never graded as a student."""
+    label = str(submissions)
     if submissions.is_dir() and not any(submissions.rglob("*.zip")):
-        yield Received(submissions, limits=limits)
+        yield Received(submissions, limits=limits, label=label)
         return
     scratch = Path(tempfile.mkdtemp(prefix="attention-intake-"))
     try:
         root = scratch / "received"
         extraction = Extraction(limits)
+        nested: list[Received] = []
         if submissions.is_dir():
             shutil.copytree(submissions, root, symlinks=True)  # links stay links: take_in refuses them
+            for number, archive in enumerate(_source_zips(root, student_regex(student_pattern))):
+                name = archive.relative_to(root).as_posix()
+                nested.append(_opened_zip(archive, scratch / f"source-{number}", extraction, f"{label}/{name}"))
+                archive.unlink()
+            _open_inner_zips(root, extraction)
         else:
             _extract(submissions, root, extraction, prefix="")
-        for inner in sorted(p for p in root.rglob("*.zip") if not p.is_symlink()):  # one zip per student inside an LMS zip
-            # A zip inside a zip (a student's own): its entries were dated by the student's machine, so they take the
-            # date of the outer entry, which the LMS wrote when it was handed in.
-            relative = inner.relative_to(root).with_suffix("").as_posix() + "/"
-            # One the LMS did not date (a zip in a folder) dates nothing: its dates would be the student's.
-            dated = inner in extraction.dates
-            _extract(inner, inner.with_suffix(""), extraction, prefix=relative, date=extraction.dates.get(inner), dated=dated)
-            inner.unlink()
-        yield Received(root, tuple(extraction.refused), limits, dict(extraction.dates), frozenset(extraction.extracted))
+            _open_inner_zips(root, extraction)
+        yield Received(
+            root, tuple(extraction.refused), limits, dict(extraction.dates), frozenset(extraction.extracted), label, tuple(nested)
+        )
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
+
+
+@contextmanager
+def opened_sources(
+    sources: list[Path], limits: ArchiveLimits = ARCHIVE_LIMITS, student_pattern: str = DEFAULT_STUDENT_PATTERN
+) -> Iterator[list[list[Received]]]:
+    """Every source opened (``opened``): for each one given, itself and the sources found in it."""
+    with ExitStack() as stack:
+        yield [stack.enter_context(opened(source, limits, student_pattern)).sources for source in sources]
+
+
+def _source_zips(root: Path, pattern: re.Pattern[str]) -> list[Path]:
+    """The zips at the top of a folder (below a lone wrapping folder) whose names name no student: sources, not hand-ins."""
+    top = unwrap(root, pattern)
+    return sorted(
+        path
+        for path in top.iterdir()
+        if path.suffix.lower() == ".zip"
+        and path.is_file()
+        and not path.is_symlink()
+        and not _skipped(path, top)
+        and split_student(path.name, pattern)[0] is None
+    )
+
+
+def _opened_zip(archive: Path, root: Path, parent: Extraction, label: str) -> Received:
+    """A zip found in a folder, opened as a source of its own; what it inflates counts against the same limits."""
+    extraction = Extraction(parent.limits, written=parent.written, entries=parent.entries)
+    _extract(archive, root, extraction, prefix="")
+    _open_inner_zips(root, extraction)
+    parent.written, parent.entries = extraction.written, extraction.entries
+    return Received(root, tuple(extraction.refused), parent.limits, dict(extraction.dates), frozenset(extraction.extracted), label)
+
+
+def _open_inner_zips(root: Path, extraction: Extraction) -> None:
+    """Extract the zips under ``root`` beside themselves: one per student inside an LMS zip, or a student's own."""
+    for inner in sorted(p for p in root.rglob("*.zip") if not p.is_symlink()):
+        # A zip inside a zip (a student's own): its entries were dated by the student's machine, so they take the
+        # date of the outer entry, which the LMS wrote when it was handed in.
+        relative = inner.relative_to(root).with_suffix("").as_posix() + "/"
+        # One the LMS did not date (a zip in a folder) dates nothing: its dates would be the student's.
+        dated = inner in extraction.dates
+        _extract(inner, inner.with_suffix(""), extraction, prefix=relative, date=extraction.dates.get(inner), dated=dated)
+        inner.unlink()
 
 
 def _member_path(target: Path, name: str) -> Path | None:
@@ -359,27 +437,26 @@ def take_in(
     received: Received | Path, known: list[str], graded_functions: dict[str, set[str]], student_pattern: str = DEFAULT_STUDENT_PATTERN
 ) -> Intake:
     """Place every notebook under ``root``; keep one per (student, assignment), the rest explained."""
-    pattern = re.compile(student_pattern)
-    if "student" not in pattern.groupindex:
-        raise ValueError(f"--student-pattern {student_pattern!r} needs a named group (?P<student>...)")
-    received = received if isinstance(received, Received) else Received(received)
+    pattern = student_regex(student_pattern)
+    received = received if isinstance(received, Received) else Received(received, label=str(received))
     refused = refused_files(received)  # before unwrapping: named from the top of what was received
     root = unwrap(received.root, pattern)
     intake = Intake()
-    for folder in root.iterdir():  # a student folder without a notebook still gets its rows
-        if folder.is_dir() and not folder.is_symlink() and folder.name not in SKIPPED_PARTS and not folder.name.startswith("."):
-            intake.folders.add(split_student(folder.name, pattern)[0] or folder.name)
     for path, why in refused:
         handin = place(path, root if root in path.parents else path.parent, known, pattern, {})  # by its name only: its content is not read
+        handin = replace(handin, source=received.label)
         if handin.student and handin.assignment:
             pair = (handin.student, handin.assignment)
             intake.refused[pair] = "; ".join(filter(None, (intake.refused.get(pair), f"{handin.received_as!r}: {why}")))
+            intake.refused_source[pair] = received.label
         else:
             intake.unplaced_refused.append((handin, f"{handin.received_as!r}: {why}"))
     by_pair: dict[tuple[str, str], list[Handin]] = {}
     dated: set[Path] = set()
     for path in notebook_files(root, received.limits):
-        handin = replace(place(path, root, known, pattern, graded_functions), submitted_at=received.submitted_at(path))
+        handin = replace(
+            place(path, root, known, pattern, graded_functions), submitted_at=received.submitted_at(path), source=received.label
+        )
         if received.dated_directly(path):
             dated.add(path)
         if handin.student is None:
@@ -403,3 +480,67 @@ def take_in(
             best = replace(best, notes=best.notes + (f"graded {best.received_as!r}, not {skipped}",))
         intake.chosen[pair] = best
     return intake
+
+
+def take_in_all(
+    sources: list[list[Received]], known: list[str], graded_functions: dict[str, set[str]], student_pattern: str = DEFAULT_STUDENT_PATTERN
+) -> Intake:
+    """Several sources as one class (``opened_sources``): each taken in, then merged by student and hand-in time.
+
+    A source given that holds no notebook of any assignment of the course (the sources found in it counted) is an
+    error that names it: it is not a class. Where a student handed in the same assignment in two sources, the
+    latest hand-in by its date is graded and the other is named on its row; a hand-in with a known time wins over
+    one without, and between two without, the source named later wins.
+    """
+    intakes: list[Intake] = []
+    for given in sources:
+        taken = [take_in(received, known, graded_functions, student_pattern) for received in given]
+        if not any(intake.chosen or intake.refused for intake in taken):
+            found = sum(len(intake.unplaced) + len(intake.unplaced_refused) for intake in taken)
+            holds = f"its {found} file(s) are of no assignment or no student" if found else "it holds no notebook"
+            raise ValueError(f"no submission found in {shown_source(given[0].label)}: {holds} of the course's ({', '.join(known)})")
+        intakes += taken
+    return intakes[0] if len(intakes) == 1 else merged(intakes)
+
+
+def merged(intakes: list[Intake]) -> Intake:
+    """One intake of several sources, in the order given: per pair, the latest hand-in; the files placed nowhere, each
+    with its source named."""
+    merged_intake = Intake()
+    candidates: dict[tuple[str, str], list[tuple[int, Handin]]] = {}
+    for order, intake in enumerate(intakes):
+        for pair, handin in intake.chosen.items():
+            candidates.setdefault(pair, []).append((order, handin))
+        for pair, why in intake.refused.items():
+            merged_intake.refused[pair] = "; ".join(filter(None, (merged_intake.refused.get(pair), why)))
+            merged_intake.refused_source.setdefault(pair, intake.refused_source[pair])
+        merged_intake.unplaced += [(h, f"{why} (in {shown_source(h.source)})") for h, why in intake.unplaced]
+        merged_intake.unplaced_refused += [(h, f"{why} (in {shown_source(h.source)})") for h, why in intake.unplaced_refused]
+    for pair, found in candidates.items():
+        merged_intake.chosen[pair] = latest(found)
+    return merged_intake
+
+
+def latest(found: list[tuple[int, Handin]]) -> Handin:
+    """The hand-in of a pair to grade among sources (each with its place in the order given), the others noted on it."""
+    if len(found) == 1:
+        return found[0][1]
+    ranked = sorted(found, key=lambda f: (f[1].submitted_at is not None, f[1].submitted_at.time if f[1].submitted_at else None, f[0]))
+    best, others = ranked[-1][1], [h for _, h in reversed(ranked[:-1])]
+    rule = "the later hand-in" if all(h.submitted_at is not None for _, h in found) else "a known hand-in time, then the source named last"
+    skipped = "; ".join(f"{h.received_as!r} in {shown_source(h.source)} ({handed_in(h.submitted_at)})" for h in others)
+    note = f"handed in more than once: graded {best.received_as!r} in {shown_source(best.source)} ({handed_in(best.submitted_at)}), not {skipped} ({rule})"
+    return replace(best, notes=best.notes + (note,))
+
+
+def handed_in(moment: SubmittedAt | None) -> str:
+    """When a notebook was handed in, for a note."""
+    return f"handed in {moment.time:%Y-%m-%d %H:%M} UTC" if moment else "no hand-in time"
+
+
+def shown_source(label: str) -> str:
+    """A source's path as the instructor would type it: relative to the working folder where it is inside it."""
+    try:
+        return Path(label).relative_to(Path.cwd()).as_posix() or "."
+    except ValueError:
+        return label

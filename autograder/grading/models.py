@@ -14,13 +14,14 @@ One result model, from the sealed run to the class report; each stage reads the 
    came). A submission that cannot be graded gets one too (``worker.ungraded``), zeros and why. ``Graded`` carries it
    back with what travels beside it (feedback, the autograded notebook, timings).
 3. ``grade`` (``pipeline.py``) gathers them in a ``GradingResults``: fresh ones, reused ones (``cache.py`` keeps a
-   pair's rows), a row for each file placed nowhere; puts them in class order; holds each grade row to its due date
-   (``deadlines.apply_deadlines`` sets ``GradeRow.lateness`` and the penalised score, the tests untouched).
-4. Every output reads those results: ``reports.py`` writes grades.csv and tests.csv (``GradingResults.grades`` and
-   ``.tests`` are the CSVs' rows), gradebook.csv, lms-import.csv and summary.md/png; ``statistics.py`` computes
-   every number (``NotebookStats``) from the results, for summary.md and the class report; ``class_report.py``
-   writes class-report.html/json (``MisconceptionCount`` wraps a ``Misconception`` with its count);
-   ``gradebook_export.py`` writes each result into nbgrader's gradebook.
+   pair's rows), a row for each file placed nowhere; puts them in class order; enters them in the term's record
+   (``cache.TermRecord``), which keeps the rows of earlier runs into the same OUT; holds each grade row of the term to
+   its due date (``deadlines.apply_deadlines`` sets ``GradeRow.lateness`` and the penalised score, the tests untouched).
+4. Every output reads the term's results (``GradingResults.term``): ``reports.py`` writes grades.csv and tests.csv,
+   gradebook.csv, lms-import.csv and summary.md/png; ``statistics.py`` computes every number (``NotebookStats``) from
+   the results, for summary.md and the class report; ``class_report.py`` writes class-report.html/json
+   (``MisconceptionCount`` wraps a ``Misconception`` with its count); ``gradebook_export.py`` writes each result of
+   the run into nbgrader's gradebook.
 
 "Report" names one thing each: ``RunReport``, what one sealed run sends back (the wire message, validated);
 ``ClassReport``, the data of the instructor's page class-report.html; ``reports.py``, the module that writes the
@@ -65,6 +66,8 @@ class Kind(str, enum.Enum):
 
 
 SCORED = frozenset({Kind.GRADED, Kind.SANDBOX_VIOLATION, Kind.REVIEW})
+# The note on a row an earlier run gave whose hand-in is gone from its source: kept, and said so, until graded again.
+STALE_NOTE = "stale: "
 
 
 @dataclass(frozen=True)
@@ -275,6 +278,9 @@ class GradingResults:
     reused: int = 0  # pairs whose rows came from an earlier run: nothing they depend on changed
     gradebook: GradebookExport | None = None  # what grade(gradebook=URL) wrote into nbgrader's gradebook
     stages: dict[str, float] = field(default_factory=dict)  # seconds per grading stage, summed over the submissions graded now
+    # Every row OUT holds after the run, in class order: these results and the rows earlier runs gave that this one
+    # kept (other assignments, other sources, stale ones); grades.csv and the reports are written from it.
+    term: list[SubmissionResult] = field(default_factory=list)
 
     @property
     def grades(self) -> list[GradeRow]:

@@ -1,9 +1,15 @@
 """``grade``: autograde what a class handed in; write grades, per-test scores and feedback.
 
-SUBMISSIONS is a folder of student folders, a flat folder of downloaded files, or a zip
-(``autograder.grading.intake`` places each file). Every (student, assignment) pair gets a row in
-``grades.csv`` with a status that says why when it could not be graded, and the run goes
-on; ``autograder.grading.reports`` adds the LMS gradebook and the class summary. Grading runs in scratch nbgrader courses: SUBMISSIONS and the repository are only read.
+Each source is a folder of student folders, a flat folder of downloaded files, or a zip
+(``autograder.grading.intake`` places each file); several sources are one class, merged by student and
+hand-in time. Every (student, assignment) pair gets a row in ``grades.csv`` with a status that says why
+when it could not be graded, and the run goes on; ``autograder.grading.reports`` adds the LMS gradebook
+and the class summary. Grading runs in scratch nbgrader courses: the sources and the repository are only read.
+
+OUT is the term's record (``cache.TermRecord``): a run enters the pairs it graded and keeps every other pair an
+earlier run gave, with its feedback page and graded notebook, so grading one assignment, then another, or an LMS
+zip after the exchange, builds up one class. A pair whose notebook is gone from the source it came from, when that
+source is read again for its assignment, is kept and marked stale, never deleted.
 
 Submissions travel to the workers as bytes and feedback comes back as bytes, so the same
 tasks run in-process, in a local process pool (``jobs``) or on a Dask cluster
@@ -15,19 +21,31 @@ from __future__ import annotations
 import sys
 import uuid
 from concurrent.futures import as_completed
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timezone
 from pathlib import Path
-from typing import Iterator
+from typing import Iterator, Sequence
 
 from ..course import empty_gradebook, list_assignments
 from ..settings import CELL_TIMEOUT_S, MEMORY_LIMIT_BYTES, SOLUTIONS_DIR, GradingLimits
-from .cache import CACHE_FILE, GradingCache, fingerprint
+from .cache import AUTOGRADED_DIR, CACHE_FILE, FEEDBACK_DIR, RECORD_FILE, GradingCache, Recorded, TermRecord, fingerprint
 from .class_report import write_class_report
 from .deadlines import Deadlines, apply_deadlines
 from .executors import grading_executor
 from .gradebook_export import check_gradebook_url, export_to_gradebook
-from .intake import DEFAULT_STUDENT_PATTERN, Handin, Intake, Received, opened, take_in
+from .intake import (
+    DEFAULT_STUDENT_PATTERN,
+    Handin,
+    Intake,
+    Received,
+    handed_in,
+    opened_sources,
+    shown_source,
+    student_regex,
+    take_in_all,
+)
 from .models import (
+    STALE_NOTE,
     AssignmentSpec,
     GradebookExport,
     Graded,
@@ -45,9 +63,6 @@ from .reports import write_csvs, write_summary
 from .sandbox import sandbox_problem, sandbox_remedy
 from .scheduling import ChunkQueue, chunk_size
 from .worker import GradingBatch, not_handed_in, snapshot, ungraded
-
-FEEDBACK_DIR = "feedback"
-AUTOGRADED_DIR = "autograded"  # OUT/autograded/STUDENT/ASSIGNMENT.ipynb: the graded notebooks, for formgrader
 
 
 @dataclass(frozen=True)
@@ -79,17 +94,22 @@ class GradeSettings:
 
 @dataclass
 class ClassPlan:
-    """What SUBMISSIONS holds, placed: a submission per (student, assignment) pair, and the files placed nowhere."""
+    """What the sources hold, placed: a submission per (student, assignment) pair to grade, the files placed nowhere,
+    and what the term's record keeps instead of grading (a pair with nothing here, or a later hand-in elsewhere)."""
 
     specs: dict[str, AssignmentSpec]  # the assignments graded, in course order
-    pairs: list[tuple[str, str]]  # (student, assignment), in class order
+    pairs: list[tuple[str, str]]  # (student, assignment) graded now, in class order
     todo: list[Submission]
-    unplaced: list[GradeRow]
+    unplaced: list[tuple[str, GradeRow]]  # (source, row)
     handed_in_at: dict[tuple[str, str], SubmittedAt]
+    course_specs: dict[str, AssignmentSpec] = field(default_factory=dict)  # every assignment of the course
+    sources: dict[tuple[str, str], str] = field(default_factory=dict)  # pair -> the source its notebook came from
+    read: list[str] = field(default_factory=list)  # every source read, those found inside the ones given too
+    remarks: dict[tuple[str, str], str] = field(default_factory=dict)  # pair -> a remark for its record entry
 
 
-def grade(submissions: Path, out: Path, settings: GradeSettings | None = None, **changes: object) -> GradingResults:
-    """Grade everything in ``submissions``; write CSVs and feedback under ``out``.
+def grade(submissions: Path | Sequence[Path], out: Path, settings: GradeSettings | None = None, **changes: object) -> GradingResults:
+    """Grade everything in ``submissions`` (one source, or several: one class); write CSVs and feedback under ``out``.
 
     ``settings`` (or its fields, given by name) say how. ``jobs`` > 1 grades in that many local processes,
     each with its own scratch course; ``scheduler`` (a Dask scheduler address) sends the same tasks to a Dask
@@ -103,6 +123,10 @@ def grade(submissions: Path, out: Path, settings: GradeSettings | None = None, *
     ``autograded/`` folder, for formgrader and ``nbgrader generate_feedback``. Local workers are spawned, so a
     script that passes ``jobs`` > 1 needs the ``if __name__ == "__main__":`` guard.
 
+    Several sources are merged by student and hand-in time (``intake.take_in_all``); a source with no notebook of
+    the course is an error. ``out`` keeps the term (``cache.TermRecord``): the results returned are this run's
+    pairs, and ``GradingResults.term`` every row ``out`` now holds, which the CSVs and reports are written from.
+
     Each notebook runs sealed in a bubblewrap sandbox; where none can start, grading refuses unless
     ``sandbox`` is False (``--no-sandbox``), and then every row says it was unsealed. A health check grades each
     assignment's known solution before its first submission (once per run), and again on each worker after its
@@ -110,25 +134,26 @@ def grade(submissions: Path, out: Path, settings: GradeSettings | None = None, *
     """
     settings = replace(settings or GradeSettings(), **changes)  # type: ignore[arg-type]
     # Now, before grading moves the working folder: relative paths and URLs mean what the instructor meant.
-    submissions, out = submissions.resolve(), out.resolve()
+    sources = [Path(source).resolve() for source in ([submissions] if isinstance(submissions, (str, Path)) else submissions)]
+    out = out.resolve()
     settings = replace(settings, course_dir=(settings.course_dir or Path.cwd()).resolve())
-    settings = _checked(submissions, out, settings)
-    with opened(submissions) as received:
-        plan = _plan(received, settings, submissions)
+    settings = _checked(sources, out, settings)
+    record = TermRecord(out / RECORD_FILE, list_assignments(settings.solutions_dir))
+    with opened_sources(sources, student_pattern=settings.student_pattern) as received:
+        plan = _plan(received, settings, record)
     out.mkdir(parents=True, exist_ok=True)
     cache = GradingCache(out / CACHE_FILE, fingerprint(settings.solutions_dir, settings.options))
-    report, fresh = _reused(cache, plan.todo, settings.reuse)
-    kept = {r.pair for r in report.results}
-    _clear_stale(out / FEEDBACK_DIR, kept, "*/*.html")
-    _clear_stale(out / AUTOGRADED_DIR, kept, "*/*.ipynb")
+    report, fresh = _reused(cache, record, plan.todo, settings.reuse, out)
+    files = {pair: record.entries[pair].files for pair in {r.pair for r in report.results}}
     finished, failure = _grade_fresh(fresh, plan, settings, done=report.reused)
     for graded in finished:
-        _record(graded, report, cache, out)
+        files[graded.result.pair] = _record(graded, report, cache, out)
     cache.save()
     in_class_order(report, plan.pairs, plan.specs)
-    held = apply_deadlines(report.grades, plan.handed_in_at, settings.deadlines or Deadlines())  # the same rows, in order
-    report.results = [replace(r, grade=row) for r, row in zip(report.results, held)] + [SubmissionResult(row) for row in plan.unplaced]
-    _write_reports(report, plan, out)
+    _enter(record, report, plan, files, out)
+    record.save()
+    _hold_to_deadlines(report, record, plan, settings.deadlines or Deadlines())
+    _write_reports(report, record, plan, out)
     if failure is not None:
         raise failure
     if settings.gradebook:
@@ -136,9 +161,10 @@ def grade(submissions: Path, out: Path, settings: GradeSettings | None = None, *
     return report
 
 
-def _checked(submissions: Path, out: Path, settings: GradeSettings) -> GradeSettings:
+def _checked(sources: list[Path], out: Path, settings: GradeSettings) -> GradeSettings:
     """``settings`` with a relative gradebook path made absolute, once the inputs and the sandbox are checked."""
-    _check_paths(submissions, out, settings.solutions_dir)
+    _check_paths(sources, out, settings.solutions_dir)
+    student_regex(settings.student_pattern)
     if settings.gradebook:
         settings = replace(settings, gradebook=check_gradebook_url(settings.gradebook))
     if settings.sandbox and settings.scheduler is None and (problem := sandbox_problem()):
@@ -150,34 +176,92 @@ def _checked(submissions: Path, out: Path, settings: GradeSettings) -> GradeSett
     return settings
 
 
-def _plan(received: Received, settings: GradeSettings, submissions: Path) -> ClassPlan:
-    """Place every file received; one submission per (student, assignment) pair of the class."""
+def _plan(received: list[list[Received]], settings: GradeSettings, record: TermRecord) -> ClassPlan:
+    """Place every file received; one submission per (student, assignment) pair to grade, unless the record keeps it."""
     known = list_assignments(settings.solutions_dir)
     all_specs = {name: AssignmentSpec.load(settings.solutions_dir, name) for name in known}
     functions = {name: set(spec.functions) for name, spec in all_specs.items()}
-    intake = take_in(received, known, functions, settings.student_pattern)
-    names = settings.assignments or sorted({a for _, a in intake.chosen}) or known
+    intake = take_in_all(received, known, functions, settings.student_pattern)
+    names = settings.assignments or sorted({a for _, a in intake.chosen} | {a for _, a in intake.refused})
     students = sorted(set(intake.students) | set(settings.roster or ()))
-    pairs = [(s, n) for s in students for n in names]
-    if not pairs:
-        raise ValueError(f"no notebooks found in {submissions}: it must hold student folders, notebooks or a zip of them")
-    unplaced = [_unplaced_row(h, why, all_specs) for h, why in intake.unplaced]
-    unplaced += [_unplaced_row(h, why, all_specs, Kind.REFUSED) for h, why in intake.unplaced_refused]
+    read = [r.label for given in received for r in given]
+    remarks = _stale(record, intake, names, read)
+    pairs = []
+    for pair in ((s, n) for s in students for n in names):
+        kept = _kept_instead(record.entries.get(pair), intake, pair, read)
+        if kept is None:
+            pairs.append(pair)
+        elif kept:
+            remarks[pair] = kept
+    unplaced = [(h.source, _unplaced_row(h, why, all_specs)) for h, why in intake.unplaced]
+    unplaced += [(h.source, _unplaced_row(h, why, all_specs, Kind.REFUSED)) for h, why in intake.unplaced_refused]
+    remarks.update({pair: why for pair in pairs if (why := _replaces(record.entries.get(pair), intake, pair))})
     return ClassPlan(
         specs={name: all_specs[name] for name in names},
         pairs=pairs,
         todo=[_submission(intake, student, name, settings.roster) for student, name in pairs],  # refused: content None
         unplaced=unplaced,
         handed_in_at={pair: h.submitted_at for pair, h in intake.chosen.items() if h.submitted_at is not None},
+        course_specs=all_specs,
+        sources={pair: intake.source_of(pair) for pair in pairs},
+        read=read,
+        remarks=remarks,
     )
 
 
-def _reused(cache: GradingCache, todo: list[Submission], reuse: bool) -> tuple[GradingResults, list[Submission]]:
-    """The rows an earlier run into OUT already gave (nothing they depend on changed), and what is left to grade."""
+def _stale(record: TermRecord, intake: Intake, names: list[str], read: list[str]) -> dict[tuple[str, str], str]:
+    """Pairs an earlier run graded from a source read again now, for an assignment graded now, whose notebook is no
+    longer there: kept, with a remark that says so."""
+    return {
+        pair: f"{STALE_NOTE}graded {entry.graded_on} from {entry.received_as!r} in {shown_source(entry.source)}, which is no "
+        "longer there; kept until it is graded again"
+        for pair, entry in record.entries.items()
+        if entry.handed_in and pair[1] in names and entry.source in read and pair not in intake.chosen and pair not in intake.refused
+    }
+
+
+def _kept_instead(earlier: Recorded | None, intake: Intake, pair: tuple[str, str], read: list[str]) -> str | None:
+    """None when the pair is to be graded now; else the record keeps its earlier entry, with this remark ('' keeps
+    the remark it had). Kept: a pair with nothing handed in now, once something was; and a pair handed in now whose
+    entry came from a source not read now with a later hand-in (the latest hand-in wins, across runs as within one)."""
+    if earlier is None or not earlier.handed_in:
+        return None
+    handin = intake.chosen.get(pair)
+    if handin is None and pair not in intake.refused:
+        return ""  # nothing came in for it now: its stale remark, if its source was read, comes from _stale
+    if earlier.source in read:
+        return None  # its own source was read again: what is there now is graded
+    if handin is None:
+        return f"also received in {shown_source(intake.source_of(pair))}, not read ({intake.refused[pair]}): this earlier row is kept"
+    if earlier.submitted_at is not None and (handin.submitted_at is None or earlier.submitted_at.time > handin.submitted_at.time):
+        return (
+            f"also handed in as {handin.received_as!r} in {shown_source(handin.source)} ({handed_in(handin.submitted_at)}), not "
+            f"graded: the hand-in graded {earlier.graded_on} from {shown_source(earlier.source)} ({handed_in(earlier.submitted_at)}) "
+            "is later"
+        )
+    return None
+
+
+def _replaces(earlier: Recorded | None, intake: Intake, pair: tuple[str, str]) -> str:
+    """What a pair graded now replaces, when its earlier entry came from another source ('' otherwise)."""
+    source = intake.source_of(pair)
+    if earlier is None or not earlier.handed_in or not source or earlier.source == source:
+        return ""
+    return (
+        f"replaces the row graded {earlier.graded_on} from {earlier.received_as!r} in {shown_source(earlier.source)} "
+        f"({handed_in(earlier.submitted_at)})"
+    )
+
+
+def _reused(
+    cache: GradingCache, record: TermRecord, todo: list[Submission], reuse: bool, out: Path
+) -> tuple[GradingResults, list[Submission]]:
+    """The rows an earlier run into OUT already gave (nothing they depend on changed, and OUT still holds the pair's
+    files), and what is left to grade."""
     report, fresh = GradingResults(), []
     for submission in todo:
         hit = cache.get(submission) if reuse else None
-        if hit is None:
+        if hit is None or not record.files_present((submission.student, submission.assignment), cache.key(submission), out):
             fresh.append(submission)
         else:
             report.results.append(SubmissionResult(hit[0], tuple(hit[1])))
@@ -219,8 +303,9 @@ def _grade_fresh(
     return vouched, failure
 
 
-def _record(graded: Graded, report: GradingResults, cache: GradingCache, out: Path) -> None:
-    """One graded pair into the results, its files into OUT and its rows into the cache (unless a health check failed)."""
+def _record(graded: Graded, report: GradingResults, cache: GradingCache, out: Path) -> tuple[str, ...]:
+    """One graded pair into the results, its files into OUT and its rows into the cache (unless a health check failed);
+    the files written, relative to OUT."""
     grade_row = graded.result.grade
     for stage, seconds in graded.stages.items():
         report.stages[stage] = report.stages.get(stage, 0.0) + seconds
@@ -234,12 +319,74 @@ def _record(graded: Graded, report: GradingResults, cache: GradingCache, out: Pa
         target.write_bytes(content)
     if grade_row.outcome.kind is not Kind.HEALTH_CHECK_FAILED:
         cache.put(graded.submission, grade_row, list(graded.result.tests))
+    return tuple(f"{folder}/{grade_row.student_id}/{filename}" for folder, filename, _ in files)
 
 
-def _write_reports(report: GradingResults, plan: ClassPlan, out: Path) -> None:
-    write_csvs(report, out)
-    write_summary(report.results, plan.specs, out)
-    write_class_report(report.results, plan.specs, out, plan.todo)  # similarity reads the notebooks handed in
+def _enter(record: TermRecord, report: GradingResults, plan: ClassPlan, files: dict[tuple[str, str], tuple[str, ...]], out: Path) -> None:
+    """This run's pairs into the term's record (in place of their earlier entries), its remarks on the entries it
+    kept, and the files placed nowhere of each source it read in place of those an earlier run found there."""
+    now = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    submissions = {(s.student, s.assignment): s for s in plan.todo}
+    for result in report.results:
+        submission = submissions[result.pair]
+        entry = Recorded(
+            result,
+            key=GradingCache.key(submission),
+            source=plan.sources.get(result.pair, ""),
+            received_as=submission.received_as or "",
+            submitted_at=plan.handed_in_at.get(result.pair),
+            files=files.get(result.pair, ()),
+            graded_on=now,
+        )
+        record.enter(entry, out)
+    for pair, remark in plan.remarks.items():
+        if pair in record.entries:
+            record.entries[pair] = replace(record.entries[pair], remark=remark)
+    for source in plan.read:
+        record.unplaced[source] = [row for found_in, row in plan.unplaced if found_in == source]
+        if not record.unplaced[source]:
+            del record.unplaced[source]
+
+
+def _hold_to_deadlines(report: GradingResults, record: TermRecord, plan: ClassPlan, deadlines: Deadlines) -> None:
+    """Every row of the term held to its due date as course.toml has it now, each entry's remark after its notes:
+    ``report.term`` in class order, and this run's results the same rows, in theirs."""
+    order = {name: i for i, name in enumerate(plan.course_specs)}
+    entries = sorted(record.entries.values(), key=lambda e: (e.result.grade.student_id, order.get(e.result.grade.assignment, len(order))))
+    times = {pair: e.submitted_at for pair, e in record.entries.items() if e.submitted_at is not None}
+    held = apply_deadlines([e.result.grade for e in entries], times, deadlines)
+    term = [replace(e.result, grade=_remarked(row, e.remark)) for e, row in zip(entries, held)]
+    by_pair = {r.pair: r for r in term}
+    unplaced = [SubmissionResult(row) for _, row in plan.unplaced]
+    report.results = [by_pair[r.pair] for r in report.results] + unplaced
+    kept_unplaced = [SubmissionResult(row) for source, rows in record.unplaced.items() if source not in plan.read for row in rows]
+    report.term = term + unplaced + kept_unplaced
+
+
+def _remarked(row: GradeRow, remark: str) -> GradeRow:
+    return replace(row, outcome=replace(row.outcome, notes=(*row.outcome.notes, remark))) if remark else row
+
+
+def _write_reports(report: GradingResults, record: TermRecord, plan: ClassPlan, out: Path) -> None:
+    """grades.csv, tests.csv, the summary and the class report, of the whole term."""
+    term = GradingResults(report.term)
+    specs = {name: spec for name, spec in plan.course_specs.items() if any(r.assignment == name for r in term.grades)}
+    write_csvs(term, out)
+    write_summary(term.results, specs, out)
+    write_class_report(term.results, specs, out, _notebooks(record, plan, out))  # similarity reads the notebooks handed in
+
+
+def _notebooks(record: TermRecord, plan: ClassPlan, out: Path) -> list[Submission]:
+    """The notebook of every pair of the term, for similarity: as handed in now, else the graded one OUT keeps."""
+    now = {(s.student, s.assignment) for s in plan.todo}
+    kept = [
+        Submission(student, assignment, (out / name).read_bytes())
+        for (student, assignment), entry in record.entries.items()
+        if (student, assignment) not in now
+        for name in entry.files
+        if name.startswith(f"{AUTOGRADED_DIR}/") and (out / name).is_file()
+    ]
+    return plan.todo + kept
 
 
 def _export(report: GradingResults, settings: GradeSettings, out: Path) -> GradebookExport:
@@ -268,13 +415,18 @@ def _unverified(submission: Submission, spec: AssignmentSpec, why: str) -> Grade
     return ungraded(submission, spec, outcome)
 
 
-def _check_paths(submissions: Path, out: Path, solutions_dir: Path) -> None:
-    if not submissions.exists():
-        raise ValueError(f"submissions folder not found: {submissions}")
-    if submissions.is_file() and submissions.suffix.lower() != ".zip":
-        raise ValueError(f"{submissions} is a file but not a .zip: pass a folder or a zip of the submissions")
-    if out == submissions or submissions in out.parents or out in submissions.parents:
-        raise ValueError(f"--out ({out}) and the submissions ({submissions}) must not contain each other")
+def _check_paths(sources: list[Path], out: Path, solutions_dir: Path) -> None:
+    for submissions in sources:
+        if not submissions.exists():
+            raise ValueError(f"submissions folder not found: {submissions}")
+        if submissions.is_file() and submissions.suffix.lower() != ".zip":
+            raise ValueError(f"{submissions} is a file but not a .zip: pass a folder or a zip of the submissions")
+        if out == submissions or submissions in out.parents or out in submissions.parents:
+            raise ValueError(f"--out ({out}) and the submissions ({submissions}) must not contain each other")
+    for first in sources:
+        for second in sources:
+            if first is not second and (first == second or first in second.parents):
+                raise ValueError(f"{second} is given twice, or inside {first}: name each source once")
     if out.exists() and not out.is_dir():
         raise ValueError(f"--out {out} exists and is not a folder")
     if not solutions_dir.is_dir():
@@ -380,18 +532,6 @@ def _end_checks(executor, batch: GradingBatch, workers_seen: set[str], workers: 
         failure = HealthCheckFailed(f"{Kind.HEALTH_CHECK_FAILED.value}: no end-of-run check could reach {', '.join(missing)}")
         failure.worker = missing[0]
         raise failure
-
-
-def _clear_stale(folder_of_students: Path, keep: set[tuple[str, str]], pattern: str) -> None:
-    """Remove an earlier run's files (feedback, graded notebooks) except for pairs whose grades are reused."""
-    if not folder_of_students.is_dir():
-        return
-    for found in folder_of_students.glob(pattern):
-        if (found.parent.name, found.stem) not in keep:
-            found.unlink()
-    for folder in folder_of_students.iterdir():
-        if folder.is_dir() and not any(folder.iterdir()):
-            folder.rmdir()
 
 
 def in_class_order(report: GradingResults, pairs: list[tuple[str, str]], specs: dict[str, AssignmentSpec]) -> None:

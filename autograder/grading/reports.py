@@ -47,7 +47,8 @@ GRADER_FAULTS = frozenset({Kind.AUTOGRADE_FAILED, Kind.GRADING_ERROR, Kind.HEALT
 
 def write_lms_import(grades: list[GradeRow], specs: dict[str, AssignmentSpec], roster: Roster, out: Path) -> Path:
     """The roster as the LMS exported it (its own columns, each row as it came), plus one column of points per
-    assignment graded, after late penalties: the file Canvas's or Moodle's gradebook import reads back.
+    assignment ``grades`` hold (``grade`` passes the term's: every assignment OUT holds), after late penalties: the
+    file Canvas's or Moodle's gradebook import reads back.
 
     Only students on the roster are written, since an LMS cannot import one it does not know; a row the
     grader could not finish leaves its cell empty, so no 0 is imported for the grader's fault.
