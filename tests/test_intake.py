@@ -17,8 +17,10 @@ from autograder.grading.intake import (
     DEFAULT_STUDENT_PATTERN,
     clean_stem,
     opened,
+    opened_sources,
     split_student,
     take_in,
+    take_in_all,
 )
 from autograder.grading.models import AssignmentSpec
 from autograder.settings import SOLUTIONS_DIR
@@ -302,3 +304,72 @@ def test_a_folder_submission_is_held_to_one_archive_entrys_size(tmp_path: Path) 
         intake = take_in(received, ASSIGNMENTS, FUNCTIONS)
     assert sorted(intake.chosen) == [("smith", FIRST)]
     assert intake.refused[("huge", FIRST)] == f"'huge/{FIRST}.ipynb': it is larger than 1 MiB, the limit for one file"
+
+
+def test_a_folder_with_no_notebook_is_no_student_and_one_students_exchange_folder_is_not_unwrapped(tmp_path: Path) -> None:
+    write(tmp_path / "class" / "ann" / FIRST / f"{FIRST}.ipynb")  # nbgrader's STUDENT/ASSIGNMENT/ layout, one student
+    intake = take_in(tmp_path / "class", ASSIGNMENTS, FUNCTIONS)
+    assert sorted(intake.chosen) == [("ann", FIRST)]  # not a student called FIRST below a wrapping folder 'ann'
+    (tmp_path / "class" / "images").mkdir()
+    (tmp_path / "class" / "images" / "plot.png").write_bytes(b"\x89PNG")
+    (tmp_path / "class" / "notes").mkdir()
+    assert take_in(tmp_path / "class", ASSIGNMENTS, FUNCTIONS).students == ["ann"]
+
+
+def _dated_zip(path: Path, entries: dict[str, tuple[int, ...]]) -> Path:
+    with zipfile.ZipFile(path, "w") as z:
+        for name, date in entries.items():
+            z.writestr(zipfile.ZipInfo(name, date_time=date), nbformat.writes(released(FIRST)))
+    return path
+
+
+def test_a_zip_among_student_folders_is_a_source_and_never_a_student(tmp_path: Path) -> None:
+    write(tmp_path / "submitted" / "ann" / FIRST / f"{FIRST}.ipynb")
+    _dated_zip(tmp_path / "submitted" / "submissions.zip", {f"erin_12345_67890_{FIRST}.ipynb": (2026, 12, 2, 9, 0, 0)})
+    _dated_zip(tmp_path / "submitted" / "kim_12345_67891_work.zip", {f"{FIRST}.ipynb": (2026, 12, 2, 9, 0, 0)})  # an LMS's, per student
+    with opened_sources([tmp_path / "submitted"], known=ASSIGNMENTS) as sources:
+        [[folder, lms]] = sources
+        assert lms.label == str(tmp_path / "submitted" / "submissions.zip")
+        intake = take_in_all(sources, ASSIGNMENTS, FUNCTIONS)
+    assert sorted(intake.chosen) == [("ann", FIRST), ("erin", FIRST), ("kim", FIRST)]
+    assert "submissions" not in intake.students
+    erin = intake.chosen[("erin", FIRST)]
+    assert erin.source == lms.label and erin.submitted_at is not None and erin.submitted_at.source == "zip entry date"
+    assert intake.chosen[("kim", FIRST)].source == folder.label  # a zip the pattern names a student in is that student's
+
+
+def test_several_sources_merge_by_the_latest_hand_in(tmp_path: Path) -> None:
+    """The later hand-in by its date wins; a known time wins over none; between two without, the source named last."""
+    exchange = tmp_path / "exchange"
+    for student, stamp in (("ann", "2026-12-02 08:00:00 UTC"), ("bob", "2026-12-05 08:00:00 UTC"), ("cy", "2026-12-02 08:00:00 UTC")):
+        path = write(exchange / student / FIRST / f"{FIRST}.ipynb")
+        (path.parent / "timestamp.txt").write_text(stamp)
+    entries = {f"{s}_12345_67890_{FIRST}.ipynb": (2026, 12, day, 12, 0, 0) for s, day in (("ann", 3), ("bob", 1))}
+    lms = _dated_zip(tmp_path / "lms.zip", entries)
+    for student in ("cy", "dee"):  # undated: a plain folder of files
+        write(tmp_path / "plain" / student / f"{FIRST}.ipynb")
+    write(tmp_path / "later" / "dee" / f"{FIRST}.ipynb")
+    with opened_sources([exchange, lms, tmp_path / "plain", tmp_path / "later"], known=ASSIGNMENTS) as sources:
+        intake = take_in_all(sources, ASSIGNMENTS, FUNCTIONS)
+    chosen = {student: h.source for (student, _), h in intake.chosen.items()}
+    assert chosen == {"ann": str(lms), "bob": str(exchange), "cy": str(exchange), "dee": str(tmp_path / "later")}
+    ann = intake.chosen[("ann", FIRST)].notes[-1]
+    assert ann.startswith(f"handed in more than once: graded 'ann_12345_67890_{FIRST}.ipynb' in {lms} (handed in 2026-12-03 ")
+    assert ann.endswith(f"not 'ann/{FIRST}/{FIRST}.ipynb' in {exchange} (handed in 2026-12-02 08:00 UTC) (the later hand-in)")
+    assert "(no hand-in time)" in intake.chosen[("cy", FIRST)].notes[-1]
+    assert intake.chosen[("cy", FIRST)].notes[-1].endswith("(a known hand-in time, then the source named last)")
+    assert f"not 'dee/{FIRST}.ipynb' in {tmp_path / 'plain'} (no hand-in time)" in intake.chosen[("dee", FIRST)].notes[-1]
+
+
+def test_a_source_with_no_notebook_of_the_course_is_refused_by_name(tmp_path: Path) -> None:
+    write(tmp_path / "class" / "ann" / f"{FIRST}.ipynb")
+    (tmp_path / "docs" / "images").mkdir(parents=True)
+    write(tmp_path / "other" / "ann" / "homework.ipynb", nbformat.v4.new_notebook())  # a notebook, but of no assignment
+    docs, other = tmp_path / "docs", tmp_path / "other"
+    for empty, says in (
+        (docs, f"no notebooks found in {re.escape(str(docs))}, so it is no class"),
+        (other, f"no submission found in {re.escape(str(other))}: none of its 1 file\\(s\\) could be placed"),
+    ):
+        with opened_sources([tmp_path / "class", empty]) as sources:
+            with pytest.raises(ValueError, match=says):
+                take_in_all(sources, ASSIGNMENTS, FUNCTIONS)

@@ -35,7 +35,7 @@ from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path, PurePosixPath
-from typing import Iterator
+from typing import Iterator, Sequence
 
 from course_utils.notebook_cells import defined_names
 
@@ -202,11 +202,14 @@ def student_regex(student_pattern: str) -> re.Pattern[str]:
 
 
 @contextmanager
-def opened(submissions: Path, limits: ArchiveLimits = ARCHIVE_LIMITS, student_pattern: str = DEFAULT_STUDENT_PATTERN) -> Iterator[Received]:
+def opened(
+    submissions: Path, limits: ArchiveLimits = ARCHIVE_LIMITS, student_pattern: str = DEFAULT_STUDENT_PATTERN, known: Sequence[str] = ()
+) -> Iterator[Received]:
     """A folder to read SUBMISSIONS from: itself, or a private extraction of a zip (nested zips too).
 
     A zip at the top of a folder whose name names no student (by ``student_pattern``) is a source of its own, in
-    ``Received.nested``: it is opened as a zip given on the command line would be, and never graded as a student."""
+    ``Received.nested``: it is opened as a zip given on the command line would be, and never graded as a student.
+    ``known`` (the course's assignments) tells nbgrader's layout with one student from a wrapping folder."""
     label = str(submissions)
     if submissions.is_dir() and not any(submissions.rglob("*.zip")):
         yield Received(submissions, limits=limits, label=label)
@@ -218,7 +221,7 @@ def opened(submissions: Path, limits: ArchiveLimits = ARCHIVE_LIMITS, student_pa
         nested: list[Received] = []
         if submissions.is_dir():
             shutil.copytree(submissions, root, symlinks=True)  # links stay links: take_in refuses them
-            for number, archive in enumerate(_source_zips(root, student_regex(student_pattern))):
+            for number, archive in enumerate(_source_zips(root, student_regex(student_pattern), known)):
                 name = archive.relative_to(root).as_posix()
                 nested.append(_opened_zip(archive, scratch / f"source-{number}", extraction, f"{label}/{name}"))
                 archive.unlink()
@@ -235,16 +238,16 @@ def opened(submissions: Path, limits: ArchiveLimits = ARCHIVE_LIMITS, student_pa
 
 @contextmanager
 def opened_sources(
-    sources: list[Path], limits: ArchiveLimits = ARCHIVE_LIMITS, student_pattern: str = DEFAULT_STUDENT_PATTERN
+    sources: list[Path], limits: ArchiveLimits = ARCHIVE_LIMITS, student_pattern: str = DEFAULT_STUDENT_PATTERN, known: Sequence[str] = ()
 ) -> Iterator[list[list[Received]]]:
     """Every source opened (``opened``): for each one given, itself and the sources found in it."""
     with ExitStack() as stack:
-        yield [stack.enter_context(opened(source, limits, student_pattern)).sources for source in sources]
+        yield [stack.enter_context(opened(source, limits, student_pattern, known)).sources for source in sources]
 
 
-def _source_zips(root: Path, pattern: re.Pattern[str]) -> list[Path]:
+def _source_zips(root: Path, pattern: re.Pattern[str], known: Sequence[str]) -> list[Path]:
     """The zips at the top of a folder (below a lone wrapping folder) whose names name no student: sources, not hand-ins."""
-    top = unwrap(root, pattern)
+    top = unwrap(root, pattern, known)
     return sorted(
         path
         for path in top.iterdir()
@@ -355,11 +358,12 @@ def _zip_time(member: zipfile.ZipInfo) -> float | None:
         return None
 
 
-def unwrap(root: Path, pattern: re.Pattern[str]) -> Path:
+def unwrap(root: Path, pattern: re.Pattern[str], known: Sequence[str] = ()) -> Path:
     """Descend through a lone wrapping folder ('Assignment 3/…'), as zips often have one.
 
     A lone folder is a wrapper when it holds folders or LMS-named files; a lone folder of
-    plainly named notebooks is one student's folder and stays.
+    plainly named notebooks is one student's folder and stays, and so does one whose folders are
+    all named as assignments of the course (``known``): nbgrader's STUDENT/ASSIGNMENT/ with one student.
     """
     while True:
         entries = [p for p in root.iterdir() if p.name not in SKIPPED_PARTS and not p.name.startswith(".")]
@@ -367,6 +371,9 @@ def unwrap(root: Path, pattern: re.Pattern[str]) -> Path:
             return root
         inside = [p for p in entries[0].iterdir() if p.name not in SKIPPED_PARTS and not p.name.startswith(".")]
         if not any(p.is_dir() or split_student(p.name, pattern)[0] for p in inside):
+            return root
+        folders = [p for p in inside if p.is_dir()]
+        if folders and all(p.name in known for p in folders):
             return root
         root = entries[0]
 
@@ -440,7 +447,7 @@ def take_in(
     pattern = student_regex(student_pattern)
     received = received if isinstance(received, Received) else Received(received, label=str(received))
     refused = refused_files(received)  # before unwrapping: named from the top of what was received
-    root = unwrap(received.root, pattern)
+    root = unwrap(received.root, pattern, known)
     intake = Intake()
     for path, why in refused:
         handin = place(path, root if root in path.parents else path.parent, known, pattern, {})  # by its name only: its content is not read
@@ -497,8 +504,13 @@ def take_in_all(
         taken = [take_in(received, known, graded_functions, student_pattern) for received in given]
         if not any(intake.chosen or intake.refused for intake in taken):
             found = sum(len(intake.unplaced) + len(intake.unplaced_refused) for intake in taken)
-            holds = f"its {found} file(s) are of no assignment or no student" if found else "it holds no notebook"
-            raise ValueError(f"no submission found in {shown_source(given[0].label)}: {holds} of the course's ({', '.join(known)})")
+            where, assignments = shown_source(given[0].label), ", ".join(known)
+            if found:
+                raise ValueError(
+                    f"no submission found in {where}: none of its {found} file(s) could be placed under a student and an "
+                    f"assignment of the course ({assignments})"
+                )
+            raise ValueError(f"no notebooks found in {where}, so it is no class (the course's assignments: {assignments})")
         intakes += taken
     return intakes[0] if len(intakes) == 1 else merged(intakes)
 

@@ -138,8 +138,9 @@ def grade(submissions: Path | Sequence[Path], out: Path, settings: GradeSettings
     out = out.resolve()
     settings = replace(settings, course_dir=(settings.course_dir or Path.cwd()).resolve())
     settings = _checked(sources, out, settings)
-    record = TermRecord(out / RECORD_FILE, list_assignments(settings.solutions_dir))
-    with opened_sources(sources, student_pattern=settings.student_pattern) as received:
+    known = list_assignments(settings.solutions_dir)
+    record = TermRecord(out / RECORD_FILE, known)
+    with opened_sources(sources, student_pattern=settings.student_pattern, known=known) as received:
         plan = _plan(received, settings, record)
     out.mkdir(parents=True, exist_ok=True)
     cache = GradingCache(out / CACHE_FILE, fingerprint(settings.solutions_dir, settings.options))
