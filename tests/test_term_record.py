@@ -142,6 +142,23 @@ def test_several_sources_are_one_class_and_the_latest_hand_in_is_graded(tmp_path
     assert rows[("ann", A)]["submitted_at"] == zip_time.strftime("%Y-%m-%dT%H:%M:%SZ")
     assert rows[("bob", A)]["submitted_at"] == "2026-12-05T08:00:00Z"
 
+    # The same rule across runs: an earlier hand-in from another source is not graded over ann's later one, a later one is.
+    exchange_hand_in(tmp_path / "older", "ann", A, solved(A, [MISTAKE]), "2026-12-02 12:00:00.000000 UTC")
+    assert grade_cli(tmp_path / "older", "--out", out) == 0
+    kept = by_pair(out)[("ann", A)]
+    assert {k: v for k, v in kept.items() if k != "status"} == {k: v for k, v in rows[("ann", A)].items() if k != "status"}
+    assert kept["status"].startswith(rows[("ann", A)]["status"])
+    assert f"also handed in as 'ann/{A}/{A}.ipynb' in {tmp_path / 'older'} (handed in 2026-12-02 12:00 UTC), not graded" in kept["status"]
+    exchange_hand_in(tmp_path / "newest", "ann", A, solved(A, [MISTAKE]), "2026-12-09 12:00:00.000000 UTC")
+    assert grade_cli(tmp_path / "newest", "--out", out) == 0
+    replaced = by_pair(out)[("ann", A)]
+    assert float(replaced["score"]) == WITH_MISTAKE and replaced["submitted_at"] == "2026-12-09T12:00:00Z"
+    assert (
+        "replaces the row graded 20" in replaced["status"]
+        and f"'ann_12345_67890_{A}.ipynb' in {submitted}/submissions.zip" in replaced["status"]
+    )
+    assert {p: r for p, r in by_pair(out).items() if p[0] != "ann"} == {p: r for p, r in rows.items() if p[0] != "ann"}
+
 
 def test_a_folder_that_is_not_a_class_is_refused_in_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     docs = tmp_path / "docs"

@@ -224,14 +224,15 @@ def _stale(record: TermRecord, intake: Intake, names: list[str], read: list[str]
 def _kept_instead(earlier: Recorded | None, intake: Intake, pair: tuple[str, str], read: list[str]) -> str | None:
     """None when the pair is to be graded now; else the record keeps its earlier entry, with this remark ('' keeps
     the remark it had). Kept: a pair with nothing handed in now, once something was; and a pair handed in now whose
-    entry came from a source not read now with a later hand-in (the latest hand-in wins, across runs as within one)."""
+    entry came from a source not read now with a later hand-in, not stale (the latest hand-in wins, across runs as
+    within one)."""
     if earlier is None or not earlier.handed_in:
         return None
     handin = intake.chosen.get(pair)
     if handin is None and pair not in intake.refused:
         return ""  # nothing came in for it now: its stale remark, if its source was read, comes from _stale
-    if earlier.source in read:
-        return None  # its own source was read again: what is there now is graded
+    if earlier.source in read or earlier.remark.startswith(STALE_NOTE):
+        return None  # its own source was read again (what is there now is graded), or its notebook is gone from there
     if handin is None:
         return f"also received in {shown_source(intake.source_of(pair))}, not read ({intake.refused[pair]}): this earlier row is kept"
     if earlier.submitted_at is not None and (handin.submitted_at is None or earlier.submitted_at.time > handin.submitted_at.time):
