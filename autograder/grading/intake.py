@@ -225,10 +225,9 @@ def opened(
                 name = archive.relative_to(root).as_posix()
                 nested.append(_opened_zip(archive, scratch / f"source-{number}", extraction, f"{label}/{name}"))
                 archive.unlink()
-            _open_inner_zips(root, extraction)
         else:
             _extract(submissions, root, extraction, prefix="")
-            _open_inner_zips(root, extraction)
+        _open_inner_zips(root, extraction)
         yield Received(
             root, tuple(extraction.refused), limits, dict(extraction.dates), frozenset(extraction.extracted), label, tuple(nested)
         )

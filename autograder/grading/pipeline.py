@@ -196,7 +196,6 @@ def _plan(received: list[list[Received]], settings: GradeSettings, record: TermR
             remarks[pair] = kept
     unplaced = [(h.source, _unplaced_row(h, why, all_specs)) for h, why in intake.unplaced]
     unplaced += [(h.source, _unplaced_row(h, why, all_specs, Kind.REFUSED)) for h, why in intake.unplaced_refused]
-    remarks.update({pair: why for pair in pairs if (why := _replaces(record.entries.get(pair), intake, pair))})
     return ClassPlan(
         specs={name: all_specs[name] for name in names},
         pairs=pairs,
@@ -233,7 +232,9 @@ def _kept_instead(earlier: Recorded | None, intake: Intake, pair: tuple[str, str
         return ""  # nothing came in for it now: its stale remark, if its source was read, comes from _stale
     if earlier.source in read or earlier.remark.startswith(STALE_NOTE):
         return None  # its own source was read again (what is there now is graded), or its notebook is gone from there
-    if handin is None:
+    if handin is None:  # a file refused now (a link, too large) does not replace a notebook read before
+        if earlier.result.grade.outcome.kind is Kind.REFUSED:
+            return None
         return f"also received in {shown_source(intake.source_of(pair))}, not read ({intake.refused[pair]}): this earlier row is kept"
     if earlier.submitted_at is not None and (handin.submitted_at is None or earlier.submitted_at.time > handin.submitted_at.time):
         return (
@@ -242,17 +243,6 @@ def _kept_instead(earlier: Recorded | None, intake: Intake, pair: tuple[str, str
             "is later"
         )
     return None
-
-
-def _replaces(earlier: Recorded | None, intake: Intake, pair: tuple[str, str]) -> str:
-    """What a pair graded now replaces, when its earlier entry came from another source ('' otherwise)."""
-    source = intake.source_of(pair)
-    if earlier is None or not earlier.handed_in or not source or earlier.source == source:
-        return ""
-    return (
-        f"replaces the row graded {earlier.graded_on} from {earlier.received_as!r} in {shown_source(earlier.source)} "
-        f"({handed_in(earlier.submitted_at)})"
-    )
 
 
 def _reused(
