@@ -6,6 +6,8 @@ from autograder.mistakes import Variant
 
 from . import HeldOut
 
+MULTIPLY_ADDS = "attention_flops counts multiply-adds instead of FLOPs"  # catalogued
+
 HELD_OUT = [
     HeldOut(
         Variant(
@@ -49,5 +51,60 @@ HELD_OUT = [
             loses=("test_chunked_attention_masks",),
         ),
         says=("chunked_attention(..., chunk_size=4, attn_mask=bool [B, 1, 1, T_k]): raised RuntimeError",),
+    ),
+    HeldOut(
+        Variant(
+            "attention_flops counts Q K^T only (leaves out P V)",
+            "attention_flops",
+            edits=(("batch * heads * T_q * T_k * (d_k + d_v)", "batch * heads * T_q * T_k * d_k"),),
+            loses=("test_attention_flops", "test_attention_flops_with_d_v"),
+        ),
+        says=(
+            "attention_flops(1, 1, 100, 100, 64, 64): got 1280000, expected 2560000",
+            "attention_flops(1, 2, 10, 20, d_k=8, d_v=32): got 6400, expected 32000",
+        ),
+        named=(
+            (
+                "test_attention_flops",
+                MULTIPLY_ADDS,
+                "d_k = d_v in every call of this test, where 2 T_q T_k d_k is T_q T_k (d_k + d_v): the multiply-add count",
+            ),
+        ),
+    ),
+    HeldOut(
+        Variant(
+            "attention_flops leaves out the heads (counts one head per batch element)",
+            "attention_flops",
+            edits=(("batch * heads * T_q * T_k * (d_k + d_v)", "batch * T_q * T_k * (d_k + d_v)"),),
+            loses=("test_attention_flops", "test_attention_flops_with_d_v"),
+        ),
+        says=("attention_flops(2, 8, 128, 128, 64, 64): got 8388608, expected 67108864",),
+    ),
+    HeldOut(
+        Variant(
+            "attention_score_bytes returns GiB (divides by 2**30), not bytes",
+            "attention_score_bytes",
+            edits=(("* dtype.itemsize", "* dtype.itemsize / 2**30"),),
+            loses=("test_attention_score_bytes",),
+        ),
+        says=("attention_score_bytes(1, 32, 8192, 8192, torch.float32): got 8.0, expected 8589934592",),
+    ),
+    HeldOut(
+        Variant(
+            "fit_scaling_exponent regresses log size on log cost (the axes swapped)",
+            "fit_scaling_exponent",
+            edits=(("np.polyfit(np.log(x), np.log(y), deg=1)", "np.polyfit(np.log(y), np.log(x), deg=1)"),),
+            loses=("test_fit_scaling_exponent",),
+        ),
+        says=("fit_scaling_exponent on cost = 3e-09 * n**2.0 gave 0.", ", expected 2.0."),
+    ),
+    HeldOut(
+        Variant(
+            "fit_scaling_exponent unpacks polyfit's coefficients the wrong way round (returns the intercept)",
+            "fit_scaling_exponent",
+            edits=(("slope, _intercept = np.polyfit", "_intercept, slope = np.polyfit"),),
+            loses=("test_fit_scaling_exponent",),
+        ),
+        says=("fit_scaling_exponent on cost = 3e-09 * n**2.0 gave -19.62",),
     ),
 ]
