@@ -5,7 +5,9 @@ written into each solution notebook (``autograder.authoring.stamp_course_cells``
 nbgrader's generate_assignment then strips solutions and hidden tests. It is run in a
 scratch course and the result copied over, so the repository never holds a
 gradebook. The output depends only on the solution notebooks: a second run changes
-no byte, and ``--check`` compares a fresh generation with what is committed.
+no byte, and ``--check`` compares a fresh generation with what is committed. Both read
+``course.toml`` first, as ``grade`` does (``check_course_file``): a mistake in it is one
+``ValueError`` naming the file and the line, before anything is written.
 """
 
 from __future__ import annotations
@@ -21,11 +23,13 @@ from typing import Iterator
 
 import nbformat
 
+from course_utils import colab
 from course_utils.notebook_cells import assignment_notebook
 
 from .authoring import stamp_course_cells
 from .course import list_assignments, scratch_course
 from .given_away import given_away
+from .grading.deadlines import load_deadlines
 from .settings import NOTEBOOKS_DIR, SOLUTIONS_DIR
 
 
@@ -38,6 +42,16 @@ def generate(solutions_dir: Path, out_dir: Path, assignments: list[str] | None =
         for name in names:
             course.check(api.generate_assignment(name, force=True, create=True), f"generate_assignment {name}")
     return names
+
+
+def check_course_file(solutions_dir: Path = SOLUTIONS_DIR) -> None:
+    """``course.toml`` read by the loader ``grade`` uses, so a table declared twice or a bad due date is explained
+    the same way by every command, never as a traceback from the Colab badge's reading of the address.
+
+    Raises:
+        ValueError: what is wrong, with the file's name (and the line, for TOML that does not parse).
+    """
+    load_deadlines(colab.COURSE_FILE, list_assignments(solutions_dir))
 
 
 def stamp_solution(solutions_dir: Path, name: str) -> bool:
@@ -70,7 +84,11 @@ def release(solutions_dir: Path = SOLUTIONS_DIR, notebooks_dir: Path = NOTEBOOKS
     """Stamp the course cells into ``solutions_dir``, then regenerate ``notebooks_dir`` from it.
 
     Afterwards ``notebooks_dir`` holds exactly what nbgrader generated, with its own badges.
+
+    Raises:
+        ValueError: course.toml cannot be used (``check_course_file``); nothing was written.
     """
+    check_course_file(solutions_dir)
     with _one_release_at_a_time(notebooks_dir):
         return _release(solutions_dir, notebooks_dir)
 
@@ -90,7 +108,12 @@ def _release(solutions_dir: Path, notebooks_dir: Path) -> list[str]:
 
 def stale_notebooks(solutions_dir: Path = SOLUTIONS_DIR, notebooks_dir: Path = NOTEBOOKS_DIR) -> list[str]:
     """Files under ``notebooks_dir`` that differ from a fresh release, are missing, or are extra; and any run of a
-    graded answer's code that a freshly released student notebook holds (``autograder.given_away``)."""
+    graded answer's code that a freshly released student notebook holds (``autograder.given_away``).
+
+    Raises:
+        ValueError: course.toml cannot be used (``check_course_file``).
+    """
+    check_course_file(solutions_dir)
     with tempfile.TemporaryDirectory(prefix="release-check-") as tmp:
         fresh = Path(tmp) / "notebooks"
         generate(solutions_dir.resolve(), fresh)

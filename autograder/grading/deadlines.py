@@ -26,6 +26,7 @@ import re
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
+from typing import Any
 
 import tomllib
 
@@ -62,24 +63,41 @@ class Deadlines:
         return self.extensions.get((student, assignment), self.due.get(assignment))
 
 
-def load_deadlines(path: Path, known: list[str]) -> Deadlines:
+def read_course_file(path: Path) -> dict[str, Any]:
+    """``course.toml`` as a table ({} when there is none): the one reading of it that every command shares.
+
+    Raises:
+        ValueError: the file is no valid TOML (a table declared twice, a missing quote); the message names the
+            file, the line and the column.
+    """
+    if not path.is_file():
+        return {}
+    try:
+        return tomllib.loads(path.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as error:
+        raise ValueError(f"{path.name}: {error}") from None
+
+
+def load_deadlines(path: Path, known: list[str], roster: list[str] | None = None) -> Deadlines:
     """The due dates, extensions and late policy of the course file at ``path`` (none when it has none).
+
+    With ``roster`` (the class list's students), an extension must name a student on it.
 
     Raises:
         ValueError: a table or value the file should not hold: an unknown assignment, a time without its
-            time zone, a penalty outside [0, 1]. The message names the key.
+            time zone, a penalty outside [0, 1], an extension for a student the roster lacks. The message names the key.
     """
-    if not path.is_file():
-        return Deadlines()
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except tomllib.TOMLDecodeError as error:
-        raise ValueError(f"{path.name}: {error}") from None
+    data = read_course_file(path)
     due = {name: _due_time(path, f"due.{name}", value, known, name) for name, value in data.get("due", {}).items()}
     extensions = {}
     for student, table in data.get("extensions", {}).items():
         if not isinstance(table, dict):
             raise ValueError(f"{path.name}: extensions.{student} must be a table of assignment = due time")
+        if roster is not None and student not in roster:
+            raise ValueError(
+                f"{path.name}: [extensions.{student}]: {student!r} is not on the roster (a misspelt id gives the student "
+                "no extension): write the id as the roster names the student, or remove the table"
+            )
         for name, value in table.items():
             extensions[(student, name)] = _due_time(path, f"extensions.{student}.{name}", value, known, name)
     late = data.get("late", {})
@@ -160,7 +178,8 @@ def _held_to(row: GradeRow, handed_in: SubmittedAt | None, deadlines: Deadlines)
         return replace(row, lateness=Lateness(due, handed_in.time, handed_in.source, extended=extended))
     share = deadlines.policy.share_lost(late_by)
     score = round(row.score * (1 - share), 6)  # exactly 0 when all is lost
-    lateness = Lateness(due, handed_in.time, handed_in.source, late_by, row.score - score, extended)
+    # In the CSVs and the gradebook: rounded as the score is, so 11 points at 20% off lose 2.2, not 2.1999999999999993.
+    lateness = Lateness(due, handed_in.time, handed_in.source, late_by, round(row.score - score, 6), extended)
     which = "extended due date" if extended else "due date"
     note = (
         f"late by {_duration(late_by)} (handed in {_shown(handed_in.time)} by its {handed_in.source}, {which} {_shown(due)}): "

@@ -11,28 +11,37 @@ through nbgrader's ``Gradebook`` API:
 - each test cell's autograded score is its ``auto_score``; manual scores and comments
   already there are kept, so a second run updates only what grading decides;
 - the grade row's status (what lost points, or why a notebook handed in could not be
-  graded, with zeros) goes into the automatic comment of one answer cell (the first by grade
-  id), where formgrader shows it;
+  graded, with zeros) goes into the automatic comment of one answer cell (the first in the
+  notebook), where formgrader shows it;
 - a missing notebook writes nothing: formgrader lists it as not submitted;
 - each graded notebook, as nbgrader's autograde leaves it, goes into the course folder's
-  ``autograded/STUDENT/ASSIGNMENT/`` (with the hand-in time), where formgrader opens it and
-  ``nbgrader generate_feedback`` reads it: no stock ``autograde`` is needed;
+  ``autograded/STUDENT/ASSIGNMENT/`` with the files nbgrader's exchange keeps beside it (the hand-in
+  time and the submission's secret, ``EXCHANGE_FILES``), where formgrader opens it and ``nbgrader
+  generate_feedback`` and ``release_feedback`` read it: no stock ``autograde`` is needed, and a
+  notebook that came from a zip, never through the exchange, gets them too;
 - each answer cell whose function a failed test uses gets that test's loss in its automatic comment,
   with the catalogued misconception the student's code reproduced, where one was named;
 - a due date, an extension, the hand-in time and a late penalty go where nbgrader keeps them.
+
+Once a person has graded in formgrader, the gradebook is the truth: ``read_gradebook`` reads each
+submission back as nbgrader scores it (manual scores over autograded ones, extra credit, the late
+penalty, comments), and ``with_gradebook_grades`` gives the grade rows the scores a person left, so the
+LMS file says what the student's feedback says.
 """
 
 from __future__ import annotations
 
 import json
 import re
+import secrets
 import shutil
 import warnings
+from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from course_utils.notebook_cells import assignment_notebook, cells_tested_by
+from course_utils.notebook_cells import assignment_notebook, cells_tested_by, nbgrader_meta
 
 from ..course import list_assignments, scratch_course
 from ..settings import SOLUTIONS_DIR, put_environment_on_path
@@ -40,7 +49,7 @@ from .deadlines import TIMESTAMP_FILE
 from .models import GradebookExport, GradeRow, Kind, SubmissionResult, TestRow
 
 if TYPE_CHECKING:
-    from nbgrader.api import Gradebook
+    from nbgrader.api import Comment, Gradebook
 
 
 def check_gradebook_url(url: str) -> str:
@@ -93,6 +102,7 @@ def export_to_gradebook(
         _add_assignment(url, name, solutions_dir)
         export.assignments_added.append(name)
     tested_cells = {name: _cells_tested(solutions_dir, name) for name in names}
+    cell_order = {name: _cell_order(solutions_dir, name) for name in names}
     with Gradebook(url) as gradebook, warnings.catch_warnings():
         # nbgrader 0.9's add_submission trips SQLAlchemy 2's autoflush warnings; they are harmless.
         warnings.filterwarnings("ignore", message=r".*not in session.*")
@@ -108,7 +118,7 @@ def export_to_gradebook(
             found = [own[test] for test in tests_here if test in own]
             comments = _cell_comments(found, tested_cells[row.assignment]) if row.outcome.scored else {}
             scores = {test: own[test].score if test in own else 0.0 for test in tests_here}
-            _write_submission(gradebook, row, scores, f"Autograder: {row.status}", comments)
+            _write_submission(gradebook, row, scores, f"Autograder: {row.status}", comments, cell_order[row.assignment])
             (export.written if row.outcome.scored else export.not_graded).append(pair)
             if course_dir is not None and autograded and pair in autograded and row.outcome.scored:
                 _place_autograded(course_dir, row, autograded[pair])
@@ -141,6 +151,12 @@ def _cells_tested(solutions_dir: Path, assignment: str) -> dict[str, set[str]]:
     return cells_tested_by(notebook)
 
 
+def _cell_order(solutions_dir: Path, assignment: str) -> list[str]:
+    """The grade ids of the assignment's nbgrader cells, in notebook order (the gradebook keeps no position)."""
+    notebook = json.loads(assignment_notebook(solutions_dir, assignment).read_text(encoding="utf-8"))
+    return [str(nbgrader_meta(cell)["grade_id"]) for cell in notebook["cells"] if nbgrader_meta(cell).get("grade_id")]
+
+
 def _cell_comments(tests: list[TestRow], tested: dict[str, set[str]]) -> dict[str, str]:
     """answer cell -> what the failed tests that use it lost, with the misconception each named."""
     lines: dict[str, list[str]] = {}
@@ -161,25 +177,44 @@ def _record_due_date(gradebook: Gradebook, assignment: str, due: datetime | None
         gradebook.update_or_create_assignment(assignment, duedate=due.astimezone(timezone.utc).replace(tzinfo=None))
 
 
-# What nbgrader's collect leaves beside a notebook and its later steps read from autograded/: the hand-in time,
-# and the secret release_feedback names the student's feedback by.
-EXCHANGE_FILES = (TIMESTAMP_FILE, "submission_secret.txt")
+# What nbgrader's collect leaves beside a notebook and its later steps read from autograded/ (generate_feedback copies
+# them into feedback/, where release_feedback opens both for every student): the hand-in time, and the secret
+# release_feedback names the student's feedback by.
+SECRET_FILE = "submission_secret.txt"
+EXCHANGE_FILES = (TIMESTAMP_FILE, SECRET_FILE)
 MAX_EXCHANGE_FILE_BYTES = 4096
+# nbgrader's own timestamp format (Exchange.timestamp_format), always in UTC here.
+NBGRADER_TIMESTAMP = "%Y-%m-%d %H:%M:%S.%f UTC"
 
 
 def _place_autograded(course_dir: Path, row: GradeRow, notebook: Path) -> None:
-    """The graded notebook where nbgrader's formgrader and generate_feedback look for it, with the exchange's
-    files from ``submitted/`` as nbgrader's autograde copies them (else the hand-in time grading read)."""
+    """The graded notebook where nbgrader's formgrader and generate_feedback look for it, with both of
+    ``EXCHANGE_FILES`` beside it for every student, whichever source the notebook came from."""
     folder = course_dir / "autograded" / row.student_id / row.assignment
     folder.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(notebook, folder / f"{row.assignment}.ipynb")
     collected = course_dir / "submitted" / row.student_id / row.assignment
-    for name in EXCHANGE_FILES:
-        source = collected / name
-        if not source.is_symlink() and source.is_file() and source.stat().st_size <= MAX_EXCHANGE_FILE_BYTES:
-            shutil.copyfile(source, folder / name)
-    if not (folder / TIMESTAMP_FILE).exists() and row.lateness and row.lateness.submitted_at:
-        (folder / TIMESTAMP_FILE).write_text(row.lateness.submitted_at.strftime("%Y-%m-%d %H:%M:%S.%f UTC"), encoding="utf-8")
+    handed_in = row.lateness.submitted_at if row.lateness else None
+    # The hand-in time grading read (the exchange's, or a zip entry's), else the exchange's file; with neither (a
+    # plain folder), the time it was graded: release_feedback only logs it, and the gradebook keeps no time for it.
+    stamp = handed_in.astimezone(timezone.utc).strftime(NBGRADER_TIMESTAMP) if handed_in else _exchange_file(collected, TIMESTAMP_FILE)
+    if stamp or not _exchange_file(folder, TIMESTAMP_FILE):
+        (folder / TIMESTAMP_FILE).write_text(stamp or datetime.now(timezone.utc).strftime(NBGRADER_TIMESTAMP), encoding="utf-8")
+    # The secret nbgrader's submit made, so the student's fetch_feedback finds the page. A notebook that never went
+    # through the exchange (an LMS zip) gets one made as submit makes it, kept across exports: release_feedback
+    # needs one for every student, and without it stops at the first who lacks it.
+    secret = _exchange_file(collected, SECRET_FILE) or _exchange_file(folder, SECRET_FILE) or secrets.token_hex(64)
+    (folder / SECRET_FILE).write_text(secret, encoding="utf-8")
+
+
+def _exchange_file(folder: Path, name: str) -> str:
+    """The text of one of ``EXCHANGE_FILES`` in ``folder``, as written (nbgrader hashes the secret byte for byte);
+    '' when it is missing, a link, blank or oversized."""
+    path = folder / name
+    if path.is_symlink() or not path.is_file() or path.stat().st_size > MAX_EXCHANGE_FILE_BYTES:
+        return ""
+    text = path.read_text(encoding="utf-8", errors="replace")
+    return text if text.strip() else ""
 
 
 def _has_assignment(gradebook: Gradebook, name: str) -> bool:
@@ -204,7 +239,9 @@ def _tests_of(gradebook: Gradebook, assignment: str) -> list[str]:
     return [cell.name for cell in gradebook.find_notebook(assignment, assignment).grade_cells]
 
 
-def _write_submission(gradebook: Gradebook, row: GradeRow, scores: dict[str, float], status: str, comments: dict[str, str]) -> None:
+def _write_submission(
+    gradebook: Gradebook, row: GradeRow, scores: dict[str, float], status: str, comments: dict[str, str], order: list[str]
+) -> None:
     from nbgrader.api import MissingEntry
 
     gradebook.update_or_create_student(row.student_id)
@@ -224,9 +261,132 @@ def _write_submission(gradebook: Gradebook, row: GradeRow, scores: dict[str, flo
         grade.needs_manual_grade = False
     notebook = gradebook.find_submission_notebook(row.assignment, row.assignment, row.student_id)
     notebook.late_submission_penalty = row.lateness.penalty if row.lateness and row.lateness.penalty else None
-    # The row's status on the first answer cell; what each failed test lost on the cells it uses.
-    for position, comment in enumerate(sorted(notebook.comments, key=lambda c: c.cell.name)):
+
+    # The row's status on the first answer cell of the notebook; what each failed test lost on the cells it uses.
+    def place(comment: Comment) -> tuple[int, str]:
+        return (order.index(comment.cell.name) if comment.cell.name in order else len(order), comment.cell.name)
+
+    for position, comment in enumerate(sorted(notebook.comments, key=place)):
         own = comments.get(comment.cell.name, "")
         text = "\n\n".join(filter(None, [status if position == 0 else "", own]))
         comment.auto_comment = "\n\n".join(plain_markdown(part) for part in text.split("\n\n")) or None
     gradebook.db.commit()
+
+
+@dataclass(frozen=True)
+class CellGrade:
+    """One graded cell of a submission as nbgrader's gradebook holds it."""
+
+    cell: str  # the cell's grade id
+    max_score: float
+    auto_score: float | None
+    manual_score: float | None = None  # a person's score, which nbgrader puts over the autograded one
+    extra_credit: float | None = None
+
+    @property
+    def score(self) -> float:
+        """nbgrader's score of the cell (``Grade.score``): the manual score, else the autograded one, plus extra credit."""
+        given = self.manual_score if self.manual_score is not None else self.auto_score
+        return (given or 0.0) + (self.extra_credit or 0.0)
+
+    @property
+    def by_person(self) -> bool:
+        return self.manual_score is not None or bool(self.extra_credit)
+
+
+@dataclass(frozen=True)
+class CellComment:
+    """A comment on one answer cell: the autograder's and a person's (nbgrader shows the person's over it)."""
+
+    cell: str
+    auto: str | None = None
+    manual: str | None = None
+
+    @property
+    def shown(self) -> str:
+        """What formgrader and the feedback show (``Comment.comment``)."""
+        return self.manual if self.manual is not None else self.auto or ""
+
+
+@dataclass(frozen=True)
+class GradebookGrade:
+    """One (student, assignment) submission as nbgrader's gradebook holds it, after any grading by a person."""
+
+    student_id: str
+    assignment: str
+    cells: tuple[CellGrade, ...]  # in the gradebook's order
+    comments: tuple[CellComment, ...] = ()
+    late_penalty: float = 0.0  # in points, as grade wrote it (nbgrader keeps it per notebook)
+
+    @property
+    def score(self) -> float:
+        """What the student's feedback says (nbgrader's GetGrades): the cells' scores less the late penalty."""
+        return round(sum(c.score for c in self.cells) - self.late_penalty, 6)
+
+    @property
+    def max_score(self) -> float:
+        return sum(c.max_score for c in self.cells)
+
+    @property
+    def by_person(self) -> bool:
+        """A person graded it: a manual score, extra credit or a comment of their own."""
+        return any(c.by_person for c in self.cells) or any(c.manual is not None for c in self.comments)
+
+
+def read_gradebook(url: str) -> dict[tuple[str, str], GradebookGrade]:
+    """Every submission in the nbgrader gradebook at ``url`` (an SQLAlchemy URL, as ``--gradebook`` takes it), by
+    (student, assignment), with its scores and comments as formgrader left them.
+
+    Raises:
+        ValueError: ``url`` is no SQLAlchemy URL, or names an SQLite file that does not exist (nbgrader would
+            make an empty gradebook there, and every manual grade would be missed without a word).
+    """
+    from nbgrader.api import Gradebook
+    from sqlalchemy.engine import make_url
+
+    url = check_gradebook_url(url)
+    parsed = make_url(url)
+    if parsed.get_backend_name() == "sqlite" and parsed.database not in (None, "", ":memory:") and not Path(parsed.database).is_file():
+        raise ValueError(f"no nbgrader gradebook at {parsed.database} (from {url!r})")
+    put_environment_on_path()
+    found: dict[tuple[str, str], GradebookGrade] = {}
+    with Gradebook(url) as gradebook:
+        for assignment in gradebook.assignments:
+            for submission in assignment.submissions:
+                cells: list[CellGrade] = []
+                comments: list[CellComment] = []
+                penalty = 0.0
+                for notebook in submission.notebooks:
+                    penalty += notebook.late_submission_penalty or 0.0
+                    cells += [CellGrade(g.name, g.max_score, g.auto_score, g.manual_score, g.extra_credit) for g in notebook.grades]
+                    comments += [CellComment(c.name, c.auto_comment, c.manual_comment) for c in notebook.comments]
+                pair = (submission.student.id, assignment.name)
+                found[pair] = GradebookGrade(*pair, tuple(cells), tuple(comments), penalty)
+    return found
+
+
+GRADED_BY_PERSON = "graded by a person in nbgrader's gradebook"
+
+
+def with_gradebook_grades(rows: list[GradeRow], gradebook: dict[tuple[str, str], GradebookGrade]) -> list[GradeRow]:
+    """``rows`` with the score of each pair a person graded in ``gradebook`` (``read_gradebook``): what its feedback
+    says, after the late penalty. Its notes say what the person changed; a pair no person graded is left as it is."""
+    return [_as_graded_by_person(row, gradebook.get((row.student_id, row.assignment))) for row in rows]
+
+
+def _as_graded_by_person(row: GradeRow, graded: GradebookGrade | None) -> GradeRow:
+    if graded is None or not graded.by_person:
+        return row
+    parts = [_cell_change(c) for c in graded.cells if c.by_person and c.score != (c.auto_score or 0.0)]
+    commented = [c.cell for c in graded.comments if c.manual is not None]
+    parts += [f"a comment on {', '.join(commented)}"] if commented else []
+    after = f" after the late penalty of {graded.late_penalty:g}" if graded.late_penalty else ""
+    note = f"{GRADED_BY_PERSON}: {'; '.join(parts) or 'no score changed'}; {graded.score:g} points{after}"
+    return replace(row, score=graded.score, outcome=replace(row.outcome, notes=(*row.outcome.notes, note)))
+
+
+def _cell_change(cell: CellGrade) -> str:
+    """``test_x 0.5 of 2 (autograded 0)``, with ``+ 1 extra credit`` where a person gave some."""
+    given = cell.manual_score if cell.manual_score is not None else cell.auto_score or 0.0
+    extra = f" + {cell.extra_credit:g} extra credit" if cell.extra_credit else ""
+    return f"{cell.cell} {given:g} of {cell.max_score:g}{extra} (autograded {cell.auto_score or 0.0:g})"
