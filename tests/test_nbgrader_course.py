@@ -165,3 +165,51 @@ def test_stock_autograde_names_an_edited_test_cell(course: Path, tmp_path: Path)
     assert MISTAKE.loses[0] in log, log  # the edit is named
     with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gradebook:
         assert gradebook.find_grade(MISTAKE.loses[0], ASSIGNMENT, ASSIGNMENT, "edith").auto_score == 0  # the real test ran
+
+
+def test_release_feedback_reaches_every_student_grade_wrote_whichever_source(tmp_path: Path) -> None:
+    """bob came through the exchange (collect left his hand-in time and secret in submitted/), erin from an LMS zip,
+    frank from a plain folder (no hand-in time at all): after ``grade --gradebook``'s export, nbgrader's own
+    generate_feedback and release_feedback run for all three, and bob's page is where his fetch_feedback looks."""
+    from datetime import datetime, timezone
+
+    from nbgrader.utils import notebook_hash
+
+    from autograder.grading.gradebook_export import SECRET_FILE, export_to_gradebook
+    from autograder.grading.models import GradeRow, GradingResults, Kind, Lateness, Outcome, TestRow
+
+    course = tmp_path / "course"
+    shutil.copytree(SOLUTIONS_DIR / ASSIGNMENT, course / "solutions" / ASSIGNMENT)
+    shutil.copy(REPO_ROOT / "nbgrader_config.py", course)
+    exchange = tmp_path / "exchange"
+    exchange.mkdir()
+    spec = AssignmentSpec.load(SOLUTIONS_DIR, ASSIGNMENT)
+    handed_in = {
+        "bob": Lateness(None, datetime(2026, 12, 1, 20, 0, tzinfo=timezone.utc), "timestamp.txt"),
+        "erin": Lateness(None, datetime(2026, 12, 1, 21, 30, tzinfo=timezone.utc), "zip entry date"),
+        "frank": None,
+    }
+    collected = course / "submitted" / "bob" / ASSIGNMENT  # what nbgrader collect leaves
+    collected.mkdir(parents=True)
+    (collected / "timestamp.txt").write_text("2026-12-01 20:00:00.000000 UTC")
+    (collected / SECRET_FILE).write_text("b0b" * 40)
+    graded = tmp_path / "graded.ipynb"
+    nbformat.write(solved(ASSIGNMENT), graded)
+    grades = [GradeRow(s, ASSIGNMENT, spec.max_score, spec.max_score, Outcome(Kind.GRADED), t) for s, t in handed_in.items()]
+    tests = [TestRow(s, ASSIGNMENT, t, p, p) for s in handed_in for t, p in spec.tests.items()]
+    results = GradingResults.from_rows(grades, tests).results
+    url = f"sqlite:///{course / 'gradebook.db'}"  # where the course's nbgrader_config.py keeps it
+    autograded = {(s, ASSIGNMENT): graded for s in handed_in}
+    export_to_gradebook(url, results, autograded=autograded, course_dir=course)
+    erin_secret = (course / "autograded" / "erin" / ASSIGNMENT / SECRET_FILE).read_text()
+    export_to_gradebook(url, results, autograded=autograded, course_dir=course)  # grade again: the same secret
+    assert (course / "autograded" / "erin" / ASSIGNMENT / SECRET_FILE).read_text() == erin_secret
+
+    nbgrader("generate_feedback", ASSIGNMENT, cwd=course, exchange=exchange)
+    log = nbgrader("release_feedback", ASSIGNMENT, cwd=course, exchange=exchange)
+    for student in handed_in:
+        assert f"Releasing feedback for student '{student}'" in log, log
+    released = {p.name for p in (exchange / COURSE_ID / "feedback").glob("*.html")}
+    assert len(released) == len(handed_in)
+    assert f"{notebook_hash(secret='b0b' * 40, notebook_id=ASSIGNMENT)}.html" in released  # bob's fetch_feedback finds it
+    assert f"{notebook_hash(secret=erin_secret, notebook_id=ASSIGNMENT)}.html" in released

@@ -183,3 +183,34 @@ def test_feedback_on_the_solution_itself_shows_each_discussion_once(tmp_path) ->
     resources = {"nbgrader": {"assignment": "a", "notebook": "a", "student": "s"}}
     feedback, _ = RestoreDiscussions(source_dir=str(tmp_path)).preprocess(nbformat.from_dict(source), resources)
     assert [c.get("id") for c in feedback.cells] == ["test-q", "why", "shown", "next"]
+
+
+DUPLICATED_DUE = (
+    'repository = ""\n\n[due]\n01_soft_dictionary_lookup = 2026-12-01T23:59:00Z\n\n[due]\n02_dot_product_attention = 2026-12-08T23:59:00Z\n'
+)
+
+
+def test_a_course_file_grade_refuses_is_explained_by_release_the_same_way(tmp_path, monkeypatch, capsys) -> None:
+    """A `[due]` table declared twice: `grade` says so in one line and exits 2; so does `release`, with or without
+    --check, through the same loader, before anything is generated."""
+    from pathlib import Path
+
+    import autograder.release
+    from autograder.__main__ import main
+    from course_utils import colab
+
+    def never(*args: object, **kwargs: object) -> None:
+        raise AssertionError("release went on with a course.toml it could not read")
+
+    (tmp_path / "course.toml").write_text(DUPLICATED_DUE, encoding="utf-8")
+    monkeypatch.setattr(colab, "COURSE_FILE", tmp_path / "course.toml")
+    monkeypatch.setattr(autograder.release, "_release", never)  # the checkout's notebooks/ is never regenerated here
+    monkeypatch.setattr(autograder.release, "generate", never)
+    (tmp_path / "class").mkdir()
+    assert main(["grade", str(tmp_path / "class"), "--out", str(tmp_path / "graded")]) == 2
+    explained = capsys.readouterr().err
+    assert explained.count("\n") == 1 and "course.toml" in explained and "line 6" in explained, explained
+    assert not Path(tmp_path / "graded").exists()
+    for command in (["release"], ["release", "--check"]):
+        assert main(command) == 2, command
+        assert capsys.readouterr().err == explained, command

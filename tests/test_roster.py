@@ -82,3 +82,33 @@ def test_an_lms_export_is_read_by_the_column_named_and_written_back_with_points(
         "'=SUM(1),12346,S002,jdoe,Sec A,7,0,",  # a cell a spreadsheet would run is written as text
         '"Roe, Rik",12347,S003,rroe,Sec B,,,',
     ]
+
+
+EXTENSION_FOR = "[extensions.{student}]\n01_soft_dictionary_lookup = 2026-12-04T23:59:00Z\n"
+
+
+def test_an_extension_for_a_student_not_on_the_roster_is_refused_by_name(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys) -> None:
+    """A misspelt id in course.toml would give the real student no extension: with a roster, grade names it and stops."""
+    from autograder.__main__ import main
+    from autograder.course import list_assignments
+    from autograder.grading.deadlines import load_deadlines
+    from course_utils import colab
+
+    known = list_assignments()
+    path = tmp_path / "course.toml"
+    path.write_text(EXTENSION_FOR.format(student="karol"), encoding="utf-8")
+    (tmp_path / "roster.csv").write_text("student\ncarol\nbob\n", encoding="utf-8")
+    roster = read_roster(tmp_path / "roster.csv").students
+    with pytest.raises(ValueError, match=r"course\.toml: \[extensions\.karol\]: 'karol' is not on the roster"):
+        load_deadlines(path, known, roster=roster)
+    assert load_deadlines(path, known).extensions  # without a roster, nobody to check it against
+    path.write_text(EXTENSION_FOR.format(student="carol"), encoding="utf-8")
+    assert load_deadlines(path, known, roster=roster).due_for("carol", known[0]) is not None
+
+    path.write_text(EXTENSION_FOR.format(student="karol"), encoding="utf-8")
+    monkeypatch.setattr(colab, "COURSE_FILE", path)
+    (tmp_path / "class").mkdir()
+    command = ["grade", str(tmp_path / "class"), "--out", str(tmp_path / "graded"), "--roster", str(tmp_path / "roster.csv")]
+    assert main(command) == 2
+    error = capsys.readouterr().err
+    assert error.count("\n") == 1 and "'karol' is not on the roster" in error, error
