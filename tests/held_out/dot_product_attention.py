@@ -49,4 +49,75 @@ HELD_OUT = [
             "gradient with respect to Q vs F.scaled_dot_product_attention",
         ),
     ),
+    HeldOut(
+        Variant(
+            "dot_product_scores multiplies Q and K entry by entry and sums ((Q * K).sum(-1)), one score per position",
+            "dot_product_scores",
+            edits=(("return Q @ K.transpose(-2, -1)", "return (Q * K).sum(dim=-1)"),),
+            loses=("test_dot_product_scores_worked", "test_dot_product_scores_batched"),
+        ),
+        says=(
+            "dot_product_scores(q=[[1, 0, 1]], K=[[1, 0, 1], [0, 1, 0]]): expected shape [1, 2], got [2]",
+            "dot_product_scores(<Tensor>, <Tensor>): raised RuntimeError: The size of tensor a (4) must match the size of tensor b (6)",
+        ),
+    ),
+    HeldOut(
+        Variant(
+            "dot_product_scores swaps dims 0 and 1 of K (right for 2-D keys only)",
+            "dot_product_scores",
+            edits=(("K.transpose(-2, -1)", "K.transpose(0, 1)"),),
+            loses=("test_dot_product_scores_batched",),
+        ),
+        says=("dot_product_scores(<Tensor>, <Tensor>): raised RuntimeError: The size of tensor a (3) must match the size of tensor b (2)",),
+    ),
+    HeldOut(
+        Variant(
+            "general_scores forgets to transpose K (Q W K)",
+            "general_scores",
+            edits=(("return Q @ W @ K.transpose(-2, -1)", "return Q @ W @ K"),),
+            loses=("test_general_scores",),
+        ),
+        says=(
+            "general_scores(<Tensor>, <Tensor>, <Tensor>): raised RuntimeError: mat1 and mat2 shapes cannot be multiplied (3x4 and 5x4)",
+        ),
+    ),
+    HeldOut(
+        Variant(
+            "general_scores uses K.T, which reverses every dim of batched keys",
+            "general_scores",
+            edits=(("return Q @ W @ K.transpose(-2, -1)", "return Q @ W @ K.T"),),
+            loses=("test_general_scores",),
+        ),
+        says=(
+            "general_scores(<Tensor>, <Tensor>, <Tensor>): raised RuntimeError: The size of tensor a (2) must match the size of tensor b (5)",
+        ),
+    ),
+    HeldOut(
+        Variant(
+            "additive_scores projects with W_q and W_k untransposed (Q @ W_q)",
+            "additive_scores",
+            edits=(("projected_q = Q @ W_q.T", "projected_q = Q @ W_q"), ("projected_k = K @ W_k.T", "projected_k = K @ W_k")),
+            loses=("test_additive_scores", "test_additive_scores_shapes"),
+        ),
+        says=(
+            "additive_scores(<Tensor>, <Tensor>, <Tensor>, <Tensor>, <Tensor>): raised RuntimeError: mat1 and mat2 shapes cannot be multiplied (3x4 and 6x4)",
+            "mat1 and mat2 shapes cannot be multiplied (6x4 and 6x4)",
+        ),
+    ),
+    HeldOut(
+        Variant(
+            "dot_product_attention divides exp(scores) by their sum, without subtracting the row max",
+            "dot_product_attention",
+            edits=(
+                (
+                    "weights = torch.softmax(dot_product_scores(Q, K), dim=-1)",
+                    "scores = dot_product_scores(Q, K)\n    weights = scores.exp() / scores.exp().sum(dim=-1, keepdim=True)",
+                ),
+            ),
+            loses=("test_dot_product_attention_matches_sdpa",),
+        ),
+        says=(
+            "dot_product_attention with scores near -1600 (float32): output vs F.scaled_dot_product_attention: 18 of 18 entries are NaN where a number was expected",
+        ),
+    ),
 ]

@@ -45,4 +45,68 @@ HELD_OUT = [
         ),
         says=("AssertionError: losses[0] vs F.cross_entropy of the initial scores",),
     ),
+    HeldOut(
+        Variant(
+            "softmax_jacobian subtracts the inner product a . a from every entry instead of the outer product a a^T",
+            "softmax_jacobian",
+            edits=(("weights.unsqueeze(-1) * weights.unsqueeze(-2)", "weights @ weights"),),
+            loses=("test_softmax_jacobian_matches_autograd", "test_softmax_jacobian_batched", "test_softmax_jacobian_saturated"),
+        ),
+        says=(
+            "Jacobian vs torch.autograd.functional.jacobian: 16 of 16 entries differ; largest error 0.539 at index (1, 1): got -0.504478, expected 0.0341039",
+            "softmax_jacobian(weights [2, 3, 5]): raised RuntimeError",
+            "Jacobian of uniform weights: 16 of 16 entries differ",
+        ),
+    ),
+    HeldOut(
+        Variant(
+            "softmax_jacobian unsqueezes the same axis twice, so row i holds a_i^2 where a_i a_j belongs",
+            "softmax_jacobian",
+            edits=(("weights.unsqueeze(-1) * weights.unsqueeze(-2)", "weights.unsqueeze(-1) * weights.unsqueeze(-1)"),),
+            loses=("test_softmax_jacobian_matches_autograd", "test_softmax_jacobian_batched", "test_softmax_jacobian_saturated"),
+        ),
+        says=(
+            "Jacobian vs torch.autograd.functional.jacobian: 12 of 16 entries differ",
+            "batched Jacobians vs autograd row by row: 120 of 150 entries differ",
+            "Jacobian of a saturated row: 3 of 16 entries differ; largest error 1 at index (0, 1): got -1, expected 0",
+        ),
+    ),
+    HeldOut(
+        Variant(
+            "softmax_jacobian asks autograd for the Jacobian of the whole batch at once (every row against every row)",
+            "softmax_jacobian",
+            edits=(
+                (
+                    "    outer = weights.unsqueeze(-1) * weights.unsqueeze(-2)  # [..., n, n]: alpha_i alpha_j\n"
+                    "    return torch.diag_embed(weights) - outer  # alpha_i delta_ij - alpha_i alpha_j\n",
+                    "    return torch.autograd.functional.jacobian(lambda s: torch.softmax(s, dim=-1), torch.log(weights))\n",
+                ),
+            ),
+            loses=("test_softmax_jacobian_batched",),
+        ),
+        says=("Jacobians of weights [2, 3, 5]: expected shape [2, 3, 5, 5], got [2, 3, 5, 2, 3, 5]",),
+    ),
+    HeldOut(
+        Variant(
+            "train_matching_attention seeds its generator with 0, whatever seed it is given",
+            "train_matching_attention",
+            edits=(("generator = torch.Generator().manual_seed(seed)", "generator = torch.Generator().manual_seed(0)"),),
+            loses=("test_matching_init_variance",),
+        ),
+        says=(
+            "train_matching_attention(d_model=16, d_k=4, steps=0): seeds 1 and 2 give initial matrices that differ by at most 0 (W_Q) and 0 (W_K)",
+        ),
+    ),
+    HeldOut(
+        Variant(
+            "Question 2: thinks the largest |J| falls slowly from x = 0 on (neither the peak nor the exponential decay)",
+            "answer_saturated_jacobian",
+            edits=(('.letter_of("peaks_fast", options)', '.letter_of("falls_slowly", options)'),),
+            loses=("test_answer_saturated_jacobian",),
+        ),
+        says=(
+            "AssertionError: answer_saturated_jacobian(): '",
+            "' is not the answer",
+        ),
+    ),
 ]
