@@ -17,9 +17,11 @@ compile and autotune, recorded as first_call_seconds), TFLOP/s (4*B*H*T*T*d FLOP
 causal masking, as notebook 06 counts them), speed_vs_sdpa_flash (flash time / this time: above 1
 is faster than flash), and the largest |difference| from SDPA in float32, a sanity check.
 Forward + backward rows (notebook 08): SDPA's flash and cuDNN backends through autograd, notebook 07's
-Triton forward (simple and fast) followed by notebook 08's Triton backward, and on a CPU the PyTorch tiles of
-07 and 08; TFLOP/s from 3.5 times the forward's count (2 matrix products forward, 5 backward), and the largest
-gradient error against SDPA's autograd in float32.
+Triton forward (simple and fast) followed by notebook 08's Triton backward, the fast forward followed by 08's
+fast backward (the solution's showcase, flash_attention_backward_fast: a row says "unavailable" while 08's
+solution lacks it), and on a CPU the PyTorch tiles of 07 and 08; TFLOP/s from 3.5 times the forward's count
+(2 matrix products forward, 5 backward), and the largest gradient error against SDPA's autograd in float32.
+Every GPU row also has speed_vs_sdpa_cudnn (cuDNN's time / this time) where cuDNN ran on that shape.
 
 On a CPU: the tiled PyTorch FlashAttention (flash_attention_forward, 128x128 tiles) against naive
 attention and PyTorch's fused CPU kernel, in time and peak tensor memory. The Triton kernels only
@@ -29,7 +31,8 @@ Nothing here asserts a time: it prints and records. Record the device with every
 JSON holds it, with the torch, triton, CUDA and cuDNN versions. On a GPU the JSON is rewritten
 after every shape ("complete": false until the end), so a run cut short keeps what it measured.
 A sweep of all four (dtype, d) groups takes about 4-5 minutes on an H100; --methods flash fast
-takes about 2.
+takes about 2 (both measured before the fast backward rows, whose autotuning and compiles add to the first
+call of each shape; see gpu_session.sh).
 
     python benchmarks/fused_attention.py [--quick] [--json results.json]
         [--dtype float16 bfloat16] [--d 64 128] [--lengths 1024 4096] [--causal both|yes|no]
@@ -188,7 +191,7 @@ def run_cpu(args, solution) -> dict:
     backward = backward_methods(solution, solution08, ["fwd+bwd sdpa flash", "fwd+bwd pytorch tiles (nb 07 + nb 08)", "fwd+bwd naive"])
     rows += measure_backward(backward, lengths[:2], B, H, d, dtype, "cpu", lambda thunk: median_seconds(thunk, repeats=repeats))
     if args.quick:  # notebook 08's Triton kernels, checked once in the interpreter (no timing worth the name)
-        triton_backward = backward_methods(solution, solution08, ["fwd+bwd sdpa flash", "fwd+bwd triton (nb 07 + nb 08)"])
+        triton_backward = backward_methods(solution, solution08, ["fwd+bwd sdpa flash", "fwd+bwd triton (nb 07 + nb 08)", FAST_BOTH_WAYS])
         rows += measure_backward(triton_backward, [64], 1, 2, 16, dtype, "cpu", lambda thunk: median_seconds(thunk, repeats=1))
     return {**software(), "mode": "cpu", "dtype": str(dtype), "batch": B, "heads": H, "head_dim": d, "rows": rows}
 
@@ -216,7 +219,18 @@ def short_reason(error: BaseException, caught: list) -> str:
     return " | ".join(lines)[:600]
 
 
-def measure_gpu_one(name: str, fn: Attention, q, k, v, causal: bool, reference: torch.Tensor, flops: float, flash_ms: float | None) -> dict:
+def measure_gpu_one(
+    name: str,
+    fn: Attention,
+    q,
+    k,
+    v,
+    causal: bool,
+    reference: torch.Tensor,
+    flops: float,
+    flash_ms: float | None,
+    cudnn_ms: float | None = None,
+) -> dict:
     """One row: warm-up call (compile, autotune), error vs the float32 reference, median time."""
     row = {
         "method": name,
@@ -226,6 +240,7 @@ def measure_gpu_one(name: str, fn: Attention, q, k, v, causal: bool, reference: 
         "ms": None,
         "tflops": None,
         "speed_vs_sdpa_flash": None,
+        "speed_vs_sdpa_cudnn": None,
         "max_abs_diff_vs_sdpa_fp32": None,
         "first_call_seconds": None,
         "peak_tensor_bytes": None,
@@ -247,7 +262,13 @@ def measure_gpu_one(name: str, fn: Attention, q, k, v, causal: bool, reference: 
             row["reason"] = short_reason(error, caught)
             torch.cuda.empty_cache()
             return row
-    row.update(seconds=ms / 1e3, ms=ms, tflops=flops / (ms / 1e3) / 1e12, speed_vs_sdpa_flash=None if flash_ms is None else flash_ms / ms)
+    row.update(
+        seconds=ms / 1e3,
+        ms=ms,
+        tflops=flops / (ms / 1e3) / 1e12,
+        speed_vs_sdpa_flash=None if flash_ms is None else flash_ms / ms,
+        speed_vs_sdpa_cudnn=None if cudnn_ms is None else cudnn_ms / ms,
+    )
     return row
 
 
@@ -289,7 +310,7 @@ def run_gpu(args, solution) -> dict:
                         reference = F.scaled_dot_product_attention(q.float(), k.float(), v.float(), is_causal=causal)
                     flops = attention_flops(B, H, T, d, causal)
                     naive_bytes = 2 * B * H * T * T * q.element_size()
-                    flash_ms = None
+                    flash_ms = cudnn_ms = None
                     for name, fn in methods.items():
                         common = case(dtype_name, d, B, H, causal, T)
                         if name in ("naive", "torch.compile naive") and naive_bytes > NAIVE_LIMIT_BYTES:
@@ -300,15 +321,18 @@ def run_gpu(args, solution) -> dict:
                                 "ms": None,
                                 "tflops": None,
                                 "speed_vs_sdpa_flash": None,
+                                "speed_vs_sdpa_cudnn": None,
                                 "max_abs_diff_vs_sdpa_fp32": None,
                                 "peak_tensor_bytes": None,
                                 "reason": f"scores + weights would take {naive_bytes / 2**30:.0f} GiB (> {NAIVE_LIMIT_BYTES / 2**30:.0f} GiB)",
                             }
                         else:
-                            row = measure_gpu_one(name, fn, q, k, v, causal, reference, flops, flash_ms)
+                            row = measure_gpu_one(name, fn, q, k, v, causal, reference, flops, flash_ms, cudnn_ms)
                         row = {**common, **row}
                         if name == "sdpa flash" and row["ms"] is not None:
                             flash_ms = row["ms"]
+                        if name == "sdpa cudnn" and row["ms"] is not None:
+                            cudnn_ms = row["ms"]
                         rows.append(row)
                         print(
                             f"{dtype_name:<9}{d:>4}{causal!s:>7}{T:>7}{B:>4}  {name:<22}{fmt(row['ms'], '.3f'):>9}"
@@ -325,7 +349,9 @@ def run_gpu(args, solution) -> dict:
     # Forward + backward (notebook 08): fp16 and bf16 as above, each shape once, B*T = TOKENS as above.
     solution08 = load_solution("08_flash_backward")
     backward = backward_methods(
-        solution, solution08, ["fwd+bwd sdpa flash", "fwd+bwd sdpa cudnn", "fwd+bwd triton (nb 07 + nb 08)", "fwd+bwd triton fast + nb 08"]
+        solution,
+        solution08,
+        ["fwd+bwd sdpa flash", "fwd+bwd sdpa cudnn", "fwd+bwd triton (nb 07 + nb 08)", "fwd+bwd triton fast + nb 08", FAST_BOTH_WAYS],
     )
     gpu_time = lambda thunk: triton.testing.do_bench(thunk, warmup=25, rep=100, return_mode="median") / 1e3  # noqa: E731
     print(BACKWARD_HEADER)
@@ -336,11 +362,15 @@ def run_gpu(args, solution) -> dict:
                 if args.json:
                     write_json(args.json, {**info, "mode": "gpu", "complete": False, "rows": rows})
 
-    summary = [(r["dtype"], r["head_dim"], r["causal"], r["T"], r["speed_vs_sdpa_flash"]) for r in rows if r["method"] == "triton fast"]
-    # (the forward + backward rows carry their own ratio to "fwd+bwd sdpa flash")
-    print("\ntriton fast / sdpa flash speed (above 1: faster than flash):")
-    for dtype_name, d, causal, T, ratio in summary:
-        print(f"  {dtype_name:<9} d={d:<4} causal={causal!s:<6} T={T:<6} {'n/a' if ratio is None else f'{ratio:.2f}x'}")
+    print("\nthe fast kernels' speed against SDPA flash and cuDNN (above 1: faster), forward, then forward + backward:")
+    for method in ("triton fast", FAST_BOTH_WAYS):
+        for r in rows:
+            if r["method"] == method:
+                print(
+                    f"  {method:<40} {r['dtype']:<9} d={r['head_dim']:<4} causal={r['causal']!s:<6} T={r['T']:<6} "
+                    f"{fmt(r['ms'], '.3f'):>8} ms  vs flash {fmt(r['speed_vs_sdpa_flash'], '.2f'):>5}  "
+                    f"vs cuDNN {fmt(r['speed_vs_sdpa_cudnn'], '.2f'):>5}  {r['status'] if r['status'] != 'ok' else ''}"
+                )
     return {
         **info,
         "mode": "gpu",
@@ -389,12 +419,22 @@ def backward_methods(solution07, solution08, names: list[str]) -> dict[str, Grad
         O, L = solution07.flash_attention_forward(q, k, v, is_causal=causal, block_q=128, block_k=128)
         return solution08.flash_attention_backward(q, k, v, O, dO, L, is_causal=causal, block_q=128, block_k=128)
 
-    def kernels_after(forward):
-        def step(q, k, v, dO, causal):  # a Triton forward that returns (O, L), then notebook 08's Triton backward
+    def kernels_after(forward, backward=solution08.flash_attention_backward_triton):
+        def step(q, k, v, dO, causal):  # a Triton forward that returns (O, L), then a Triton backward (08's by default)
             O, L = forward(q, k, v, is_causal=causal)
-            return solution08.flash_attention_backward_triton(q, k, v, O, dO, L, is_causal=causal)
+            return backward(q, k, v, O, dO, L, is_causal=causal)
 
         return step
+
+    def fast_both_ways():
+        fast_backward = getattr(solution08, "flash_attention_backward_fast", None)  # 08's showcase, once it lands
+        if fast_backward is None:
+
+            def missing(*args, **kwargs):
+                raise LookupError("notebook 08's solution has no flash_attention_backward_fast yet")
+
+            fast_backward = missing
+        return kernels_after(solution07.flash_attention_fast, fast_backward)
 
     every = {
         "fwd+bwd sdpa flash": lambda: autograd_of(sdpa_flash),
@@ -402,10 +442,13 @@ def backward_methods(solution07, solution08, names: list[str]) -> dict[str, Grad
         "fwd+bwd pytorch tiles (nb 07 + nb 08)": lambda: tiles,
         "fwd+bwd triton (nb 07 + nb 08)": lambda: kernels_after(solution07.flash_attention_triton),
         "fwd+bwd triton fast + nb 08": lambda: kernels_after(solution07.flash_attention_fast),
+        FAST_BOTH_WAYS: fast_both_ways,
         "fwd+bwd naive": lambda: autograd_of(naive_attention),
     }
     return {name: every[name]() for name in names}
 
+
+FAST_BOTH_WAYS = "fwd+bwd triton fast + nb 08 fast"  # 07's fast forward, then 08's fast backward (its showcase)
 
 BACKWARD_HEADER = (
     f"\n{'dtype':<9}{'d':>4}  {'forward + backward':<38}{'causal':>7}{'T':>7}{'ms':>11}{'TFLOP/s':>9}{'vs flash':>10}{'max |diff|':>12}"
@@ -430,7 +473,7 @@ def measure_backward(
             q, k, v, dO = (torch.randn(batch, heads, T, d, device=device, dtype=dtype, generator=generator) for _ in range(4))
             reference = sdpa_gradients(q.float(), k.float(), v.float(), dO.float(), is_causal=causal)
             flops = training_step_flops(batch, heads, T, d, causal)
-            flash_seconds = None
+            flash_seconds = cudnn_seconds = None
             for name, fn in methods.items():
                 row = {
                     "method": name,
@@ -452,6 +495,7 @@ def measure_backward(
                         ms=None,
                         tflops=None,
                         speed_vs_sdpa_flash=None,
+                        speed_vs_sdpa_cudnn=None,
                         max_abs_diff_vs_sdpa_fp32=None,
                     )
                     rows.append(row)
@@ -462,11 +506,14 @@ def measure_backward(
                     continue
                 if name == "fwd+bwd sdpa flash":
                     flash_seconds = seconds
+                if name == "fwd+bwd sdpa cudnn":
+                    cudnn_seconds = seconds
                 row.update(
                     seconds=seconds,
                     ms=seconds * 1e3,
                     tflops=flops / seconds / 1e12,
                     speed_vs_sdpa_flash=None if flash_seconds is None else flash_seconds / seconds,
+                    speed_vs_sdpa_cudnn=None if cudnn_seconds is None else cudnn_seconds / seconds,
                     max_abs_diff_vs_sdpa_fp32=error,
                 )
                 rows.append(row)
