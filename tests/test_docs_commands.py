@@ -1,14 +1,16 @@
 """The guides' commands run as written: every command block of docs/instructors.md and docs/students.md.
 
 A copy of the course (the packages, nbgrader_config.py, course.toml and notebook 01, under ~/.cache) stands in
-for an instructor's checkout, with the test environment's venv as its ``.venv``. What the guides say the
-instructor already has is made here: the LMS's roster (four students, one of whom hands in nothing), an
-LMS zip, and, after the assignment is released, three students who fetch and submit through nbgrader's
-exchange, one of them late and one with an extension. The blocks then run in the order of the page, each
-with bash, in the course folder, so relative paths mean what they mean to the instructor. A block that
-cannot run in a test (one that starts servers) says why on the line above it, and only that is skipped.
-Afterwards the outcome the guide promises is checked: the roster's rows, the late penalty, formgrader's
-view of every submission, feedback through the exchange and the LMS import.
+for an instructor's checkout, with the test environment's venv as its ``.venv``, on a machine with no hub: the
+Jupyter config folder starts empty, so the guide itself must set nbgrader's course id and exchange. What the
+guides say the instructor already has is made here: the LMS's roster (five students, one of whom hands in
+nothing), an LMS zip holding one student's notebook, and, after the assignment is released, three students who
+fetch and submit through nbgrader's exchange, one of them late and one with an extension. The blocks then run in
+the order of the page, each with bash, in the course folder, so relative paths mean what they mean to the
+instructor. A block that cannot run in a test (one that starts servers) says why on the line above it, and only
+that is skipped. Afterwards the outcome the guide promises is checked: the roster's rows, the late penalty,
+formgrader's view of every submission, the manual grade the guide gives, feedback through the exchange for
+every student graded (the one from the zip too) and the LMS import, with the manual grade in it.
 """
 
 from __future__ import annotations
@@ -51,7 +53,9 @@ HANDED_IN = {
     "bob": "2026-12-03 10:00:00.000000 UTC",  # 1 day 10 h late: two started days at 10 % each
     "carol": "2026-12-03 10:00:00.000000 UTC",  # within her extension
 }
-ROSTER = ["alice", "bob", "carol", "dan"]  # dan hands in nothing
+ZIPPED = ("erin", (2026, 12, 1, 12, 0, 0))  # hands in through the LMS, on time (the entry's date, read in TZ=UTC)
+ROSTER = ["alice", "bob", "carol", "dan", ZIPPED[0]]  # dan hands in nothing
+MANUAL = 0.5  # the points the guide's step 5 gives bob back by hand, on a test his mistake failed
 
 
 @dataclass(frozen=True)
@@ -115,13 +119,10 @@ def course() -> Iterator[Path]:
 
 
 def environment(course: Path) -> dict[str, str]:
-    """The instructor's and students' shell: nbgrader's exchange and course id set as the hub's config would."""
+    """The instructor's and students' shell on one machine without a hub: a Jupyter config folder of their own,
+    empty (the user's ~/.jupyter is never read or written), where the guide puts nbgrader's course id and exchange."""
     config = course / ".jupyter-config"
     config.mkdir(exist_ok=True)
-    (config / "nbgrader_config.py").write_text(
-        f"c = get_config()\nc.CourseDirectory.course_id = {COURSE_ID!r}\nc.Exchange.root = {str(course / 'exchange')!r}\n"
-    )
-    (course / "exchange").mkdir(exist_ok=True)
     return {**os.environ, "JUPYTER_CONFIG_DIR": str(config), "TZ": "UTC"}
 
 
@@ -148,8 +149,9 @@ def students_submit(course: Path, env: dict[str, str]) -> None:
 def lms_inputs(course: Path) -> None:
     """The roster and a zip as the LMS exports them."""
     (course / "roster.csv").write_text("Name,Username,Section\n" + "".join(f"{s.title()} Doe,{s},A{i % 2}\n" for i, s in enumerate(ROSTER)))
+    student, when = ZIPPED
     with zipfile.ZipFile(course / "submissions.zip", "w") as zipped:
-        zipped.writestr(f"erin_12345_67890_{ASSIGNMENT}.ipynb", nbformat.writes(solved(ASSIGNMENT)))
+        zipped.writestr(zipfile.ZipInfo(f"{student}_12345_67890_{ASSIGNMENT}.ipynb", when), nbformat.writes(solved(ASSIGNMENT)))
 
 
 @pytest.mark.slow
@@ -162,28 +164,31 @@ def test_the_instructors_term_runs_as_written(course: Path) -> None:
     env = environment(course)
     lms_inputs(course)
     submitted = False
+    graded_runs: list[Path] = []  # OUT after each of the term's grade runs: later examples grade into it too
     for block in [b for guide in GUIDES for b in command_blocks(guide) if not b.skipped]:
         if "nbgrader collect" in block.code and not submitted:
             students_submit(course, env)
             submitted = True
         run(block.code, course, env, f"{block.guide}, the block at line {block.line}")
-        if "grade submitted" in block.code:  # a later example grades another class into the same OUT
-            shutil.copytree(course / "graded", course / "graded-term")
+        if "grade submitted" in block.code:
+            graded_runs.append(shutil.copytree(course / "graded", course / f"graded-{len(graded_runs)}"))
     assert submitted, "the guide collects submissions somewhere"
+    assert len(graded_runs) == 2, "the term grades, then grades again after grading by hand for the LMS file"
+    autograded_term, final_term = graded_runs
     # The handout the guide released: the students' package and notebooks, pointing at the handout's address.
     handout = course / "handout"
     assert sorted(p.name for p in handout.iterdir()) == sorted(OWNED)
     badge = nbformat.read(handout / "notebooks" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb", as_version=4).cells[1].source
     assert f"github/example-school/attention-handout/blob/main/notebooks/{ASSIGNMENT}/{ASSIGNMENT}.ipynb" in badge
     with (course / "graded" / "grades.csv").open() as handle:  # the zip the LMS exported, by "Grading a class"
-        assert any(r["student_id"] == "erin" and r["kind"] == "graded" for r in csv.DictReader(handle))
+        assert any(r["student_id"] == ZIPPED[0] and r["kind"] == "graded" for r in csv.DictReader(handle))
 
     spec = AssignmentSpec.load(SOLUTIONS_DIR, ASSIGNMENT)
-    with (course / "graded-term" / "grades.csv").open() as handle:
+    with (autograded_term / "grades.csv").open() as handle:
         rows = {r["student_id"]: r for r in csv.DictReader(handle) if r["assignment"] == ASSIGNMENT}
     assert set(ROSTER) <= set(rows), rows
     assert rows["dan"]["kind"] == "missing"
-    assert float(rows["alice"]["score"]) == float(rows["carol"]["score"]) == spec.max_score
+    assert float(rows["alice"]["score"]) == float(rows["carol"]["score"]) == float(rows[ZIPPED[0]]["score"]) == spec.max_score
     assert float(rows["alice"]["late_penalty"]) == float(rows["carol"]["late_penalty"]) == 0.0
     tests_score = spec.max_score - sum(spec.tests[t] for t in MISTAKE.loses)
     assert float(rows["bob"]["late_penalty"]) == pytest.approx(0.2 * tests_score)
@@ -196,7 +201,7 @@ def test_the_instructors_term_runs_as_written(course: Path) -> None:
     config.Exchange.root = str(course / "exchange")
     config.CourseDirectory.course_id = COURSE_ID
     api = NbGraderAPI(coursedir=CourseDirectory(root=str(course), config=config), config=config)
-    for student in HANDED_IN:
+    for student in [*HANDED_IN, ZIPPED[0]]:  # the one from the zip too
         assert api.get_submission(ASSIGNMENT, student)["autograded"], student
         assert (course / "autograded" / student / ASSIGNMENT / f"{ASSIGNMENT}.ipynb").is_file()
     with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gradebook:
@@ -207,18 +212,25 @@ def test_the_instructors_term_runs_as_written(course: Path) -> None:
         assert lost == ["softmax"], comments  # on the cell the failed tests use, with the misconception named
         assert gradebook.find_assignment(ASSIGNMENT).duedate.isoformat() == "2026-12-01T23:59:00"
         assert gradebook.find_submission(ASSIGNMENT, "carol").extension is not None
+        [by_hand] = [g for g in notebook.grades if g.manual_score is not None]  # the guide's step 5
+        assert (by_hand.name, by_hand.manual_score, by_hand.auto_score) == (MISTAKE.loses[0], MANUAL, 0.0)
         submission_id = notebook.id
     with jupyter_server(course, env) as (base, token):  # formgrader, as the guide's Formgrader tab serves it
         with urllib.request.urlopen(f"{base}/formgrader/submissions/{submission_id}/?token={token}", timeout=60) as page:
             html = page.read().decode("utf-8")
     assert page.status == 200 and '<span class="nf">softmax</span>' in html  # bob's graded notebook, opened (a 404 if missing)
 
-    # Feedback through the exchange; the LMS import holds the roster's rows with the points after the penalty.
-    for student in HANDED_IN:
+    # Feedback through the exchange for every student graded, the one from the zip too, with the manual grade in
+    # bob's (nbgrader's own score: the cells' scores less the penalty); the LMS import says the same after the penalty.
+    bob_by_hand = 0.8 * tests_score + MANUAL
+    for student in [*HANDED_IN, ZIPPED[0]]:
         page = (course / "feedback" / student / ASSIGNMENT / f"{ASSIGNMENT}.html").read_text(encoding="utf-8")
         assert REDACTED_NOTE.removeprefix("# ") in page and "BEGIN HIDDEN TESTS" not in page  # hidden tests stay hidden
-    assert len(list((course / "exchange" / COURSE_ID / "feedback").glob("*.html"))) == len(HANDED_IN)
-    with (course / "graded-term" / "lms-import.csv").open() as handle:
+        if student == "bob":
+            assert f"(Score: {round(bob_by_hand, 2)} / {float(spec.max_score)})" in page
+    assert len(list((course / "exchange" / COURSE_ID / "feedback").glob("*.html"))) == len(HANDED_IN) + 1
+    with (final_term / "lms-import.csv").open() as handle:
         lms = list(csv.DictReader(handle))
     assert [r["Username"] for r in lms] == ROSTER and list(lms[0]) == ["Name", "Username", "Section", ASSIGNMENT]
-    assert [float(r[ASSIGNMENT]) for r in lms] == pytest.approx([spec.max_score, 0.8 * tests_score, spec.max_score, 0.0])
+    expected = [spec.max_score, bob_by_hand, spec.max_score, 0.0, spec.max_score]
+    assert [float(r[ASSIGNMENT]) for r in lms] == pytest.approx(expected)

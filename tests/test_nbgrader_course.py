@@ -173,7 +173,10 @@ def test_release_feedback_reaches_every_student_grade_wrote_whichever_source(tmp
     generate_feedback and release_feedback run for all three, and bob's page is where his fetch_feedback looks."""
     from datetime import datetime, timezone
 
+    from nbgrader.apps import NbGraderAPI
+    from nbgrader.coursedir import CourseDirectory
     from nbgrader.utils import notebook_hash
+    from traitlets.config import Config
 
     from autograder.grading.gradebook_export import SECRET_FILE, export_to_gradebook
     from autograder.grading.models import GradeRow, GradingResults, Kind, Lateness, Outcome, TestRow
@@ -204,6 +207,11 @@ def test_release_feedback_reaches_every_student_grade_wrote_whichever_source(tmp
     erin_secret = (course / "autograded" / "erin" / ASSIGNMENT / SECRET_FILE).read_text()
     export_to_gradebook(url, results, autograded=autograded, course_dir=course)  # grade again: the same secret
     assert (course / "autograded" / "erin" / ASSIGNMENT / SECRET_FILE).read_text() == erin_secret
+    config = Config()
+    config.CourseDirectory.course_id, config.Exchange.root = COURSE_ID, str(exchange)
+    api = NbGraderAPI(coursedir=CourseDirectory(root=str(course), config=config), config=config)
+    for student in handed_in:  # formgrader lists each as autograded, not as "needs autograding" or not submitted
+        assert api.get_submission(ASSIGNMENT, student)["autograded"], student
 
     nbgrader("generate_feedback", ASSIGNMENT, cwd=course, exchange=exchange)
     log = nbgrader("release_feedback", ASSIGNMENT, cwd=course, exchange=exchange)

@@ -21,7 +21,8 @@ through nbgrader's ``Gradebook`` API:
   notebook that came from a zip, never through the exchange, gets them too;
 - each answer cell whose function a failed test uses gets that test's loss in its automatic comment,
   with the catalogued misconception the student's code reproduced, where one was named;
-- a due date, an extension, the hand-in time and a late penalty go where nbgrader keeps them.
+- a due date, an extension, the hand-in time and a late penalty go where nbgrader keeps them (the
+  hand-in time only for a notebook the course collected into ``submitted/``: formgrader compares the two).
 
 Once a person has graded in formgrader, the gradebook is the truth: ``read_gradebook`` reads each
 submission back as nbgrader scores it (manual scores over autograded ones, extra credit, the late
@@ -118,7 +119,8 @@ def export_to_gradebook(
             found = [own[test] for test in tests_here if test in own]
             comments = _cell_comments(found, tested_cells[row.assignment]) if row.outcome.scored else {}
             scores = {test: own[test].score if test in own else 0.0 for test in tests_here}
-            _write_submission(gradebook, row, scores, f"Autograder: {row.status}", comments, cell_order[row.assignment])
+            collected = course_dir is None or (course_dir / "submitted" / row.student_id / row.assignment).is_dir()
+            _write_submission(gradebook, row, scores, f"Autograder: {row.status}", comments, cell_order[row.assignment], collected)
             (export.written if row.outcome.scored else export.not_graded).append(pair)
             if course_dir is not None and autograded and pair in autograded and row.outcome.scored:
                 _place_autograded(course_dir, row, autograded[pair])
@@ -240,8 +242,15 @@ def _tests_of(gradebook: Gradebook, assignment: str) -> list[str]:
 
 
 def _write_submission(
-    gradebook: Gradebook, row: GradeRow, scores: dict[str, float], status: str, comments: dict[str, str], order: list[str]
+    gradebook: Gradebook,
+    row: GradeRow,
+    scores: dict[str, float],
+    status: str,
+    comments: dict[str, str],
+    order: list[str],
+    collected: bool = True,
 ) -> None:
+    """One pair's scores, comments, times and penalty; ``collected``: the course holds its ``submitted/`` folder."""
     from nbgrader.api import MissingEntry
 
     gradebook.update_or_create_student(row.student_id)
@@ -250,8 +259,11 @@ def _write_submission(
     except MissingEntry:
         submission = gradebook.add_submission(row.assignment, row.student_id)
     if row.lateness is not None:
-        if row.lateness.submitted_at is not None:
-            submission.timestamp = row.lateness.submitted_at.astimezone(timezone.utc).replace(tzinfo=None)
+        # formgrader counts a submission as autograded only where the gradebook's time is that of the course's
+        # submitted/ folder (none where there is no folder): a notebook from a zip keeps its hand-in time in
+        # grades.csv and in autograded/'s timestamp.txt, or formgrader would list its student as not submitted.
+        handed_in = row.lateness.submitted_at if collected else None
+        submission.timestamp = handed_in.astimezone(timezone.utc).replace(tzinfo=None) if handed_in else None
         assignment_due = submission.assignment.duedate
         if row.lateness.extended and row.lateness.due is not None and assignment_due is not None:
             submission.extension = row.lateness.due.astimezone(timezone.utc).replace(tzinfo=None) - assignment_due
