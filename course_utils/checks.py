@@ -30,6 +30,7 @@ module in code of its own (test and setup cells import it; a student has no need
 
 from __future__ import annotations
 
+from .attention_steps import attention_output_reference, attention_reference, forward_ladder, if_new_nan, softmax_ladder, softmax_reference
 from .autograd_refs import logsumexp_of_scores, sdpa_gradients, tile_function_stand_ins
 from .comparisons import (
     TOLERANCES,
@@ -89,6 +90,8 @@ __all__ = [
     "Step",
     "TOLERANCES",
     "Tolerance",
+    "attention_output_reference",
+    "attention_reference",
     "attention_rounding",
     "call",
     "check_answer",
@@ -112,7 +115,9 @@ __all__ = [
     "elements_read",
     "exp_rounding",
     "forbidden",
+    "forward_ladder",
     "gradients",
+    "if_new_nan",
     "logsumexp_of_scores",
     "model_calls",
     "nan_padded",
@@ -125,6 +130,8 @@ __all__ = [
     "rope_angles",
     "saved_for_backward",
     "sdpa_gradients",
+    "softmax_ladder",
+    "softmax_reference",
     "tile_function_stand_ins",
     "tiled_attention_flops",
     "tolerance",
