@@ -32,6 +32,7 @@ from __future__ import annotations
 
 from .attention_steps import attention_output_reference, attention_reference, forward_ladder, if_new_nan, softmax_ladder, softmax_reference
 from .autograd_refs import logsumexp_of_scores, sdpa_gradients, tile_function_stand_ins
+from .backward_steps import backward_ladder, backward_reference, preprocess_ladder, preprocess_reference
 from .comparisons import (
     TOLERANCES,
     Tolerance,
@@ -93,6 +94,8 @@ __all__ = [
     "attention_output_reference",
     "attention_reference",
     "attention_rounding",
+    "backward_ladder",
+    "backward_reference",
     "call",
     "check_answer",
     "check_answer_format",
@@ -124,6 +127,8 @@ __all__ = [
     "one_shot_blocks",
     "output_node",
     "peak_tensor_bytes",
+    "preprocess_ladder",
+    "preprocess_reference",
     "random_shape",
     "random_tensor",
     "returned_by_kernels",
