@@ -87,7 +87,7 @@ def backward_ladder(*, tiled: bool, causal: bool = False, device: str | torch.de
     ragged_sizes = (11, 13) if tiled else (21, 37)
     ragged = rung(
         "the ragged last tiles (the masks past T_q and T_k)",
-        f"T_q = {ragged_sizes[0]}, T_k = {ragged_sizes[1]} (multiples of no tile)" + ("" if tiled else ", NaN past T and past d"),
+        "T_q and T_k multiples of no tile" + ("" if tiled else ", NaN past T and past d"),
         ragged_sizes,
         tiles=(4, 5) if tiled else None,
         seed=360,
@@ -147,7 +147,7 @@ def backward_ladder(*, tiled: bool, causal: bool = False, device: str | torch.de
         ),
     ]
     if not tiled:
-        steps.append(rung("the offsets of each (batch, head)", "B = 2, H = 3, one tile each", (T, T), heads=(2, 3), seed=380))
+        steps.append(rung("the offsets of each (batch, head)", "one tile per (batch, head)", (T, T), heads=(2, 3), seed=380))
     return steps
 
 
