@@ -40,7 +40,11 @@ def _release(args: argparse.Namespace) -> int:
         refused = _record_address(url, branch, keys, flags)
         if refused:
             return refused
-    names = release()
+    try:
+        names = release()
+    except ValueError as error:  # course.toml that cannot be read: the same one line as grade gives
+        print(f"error: {error}", file=sys.stderr)
+        return 2
     print(f"released {len(names)} notebook(s) into notebooks/: {', '.join(names)}")
     _say_where(course_address(), "course", "notebooks", "--repo-url")
     if args.handout:
@@ -87,7 +91,11 @@ def _release_check() -> int:
     from .handout import handout_problems
     from .release import stale_notebooks
 
-    problems = stale_notebooks()
+    try:
+        problems = stale_notebooks()
+    except ValueError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
     for problem in problems:
         print(problem)
     if problems:
@@ -153,7 +161,7 @@ def _grade_settings(args: argparse.Namespace, roster: list[str] | None) -> "Grad
         gradebook=args.gradebook,
         course_dir=Path(args.course_dir),
         roster=roster,
-        deadlines=load_deadlines(COURSE_FILE, list_assignments(SOLUTIONS_DIR)),
+        deadlines=load_deadlines(COURSE_FILE, list_assignments(SOLUTIONS_DIR), roster=roster),
     )
 
 

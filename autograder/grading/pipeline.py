@@ -32,7 +32,7 @@ from .cache import AUTOGRADED_DIR, CACHE_FILE, FEEDBACK_DIR, RECORD_FILE, Gradin
 from .class_report import write_class_report
 from .deadlines import Deadlines, apply_deadlines
 from .executors import grading_executor
-from .gradebook_export import check_gradebook_url, export_to_gradebook
+from .gradebook_export import check_gradebook_url, export_to_gradebook, read_gradebook, with_gradebook_grades
 from .intake import (
     DEFAULT_STUDENT_PATTERN,
     Handin,
@@ -154,11 +154,15 @@ def grade(submissions: Path | Sequence[Path], out: Path, settings: GradeSettings
     _enter(record, report, plan, files, out)
     record.save()
     _hold_to_deadlines(report, record, plan, settings.deadlines or Deadlines())
+    if settings.gradebook and failure is None:
+        report.gradebook = _export(report, settings, out)
+        # Once a person has graded in the gradebook, its score is the truth: grades.csv, the class report and the LMS
+        # file say what the student's feedback says.
+        truth = read_gradebook(settings.gradebook)
+        report.term = [replace(r, grade=g) for r, g in zip(report.term, with_gradebook_grades([r.grade for r in report.term], truth))]
     _write_reports(report, record, plan, out)
     if failure is not None:
         raise failure
-    if settings.gradebook:
-        report.gradebook = _export(report, settings, out)
     return report
 
 
