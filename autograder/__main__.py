@@ -172,9 +172,8 @@ def _write_lms_import(report: "GradingResults", roster: "Roster | None", out: Pa
     from .settings import SOLUTIONS_DIR
 
     if roster is None:
-        if (out / LMS_IMPORT_CSV).exists():
-            (out / LMS_IMPORT_CSV).unlink()  # an earlier run's, without the scores this run gave
-            print(f"removed {out / LMS_IMPORT_CSV}: it is written from the roster, so pass --roster to have it again")
+        if (out / LMS_IMPORT_CSV).exists():  # a record: left as it is, never removed, but no longer the term's scores
+            print(f"not updated: {out / LMS_IMPORT_CSV} (it is written from the roster): pass --roster to bring it up to this run")
         return
     specs = {name: AssignmentSpec.load(SOLUTIONS_DIR, name) for name in list_assignments(SOLUTIONS_DIR)}
     lms = write_lms_import([r.grade for r in report.term], specs, roster, out)  # every assignment OUT holds
