@@ -19,11 +19,13 @@ does the same for D = rowsum(dO ∘ O) alone, against ``preprocess_reference``.
 
 from __future__ import annotations
 
-from typing import Any
+import math
+from typing import Any, Sequence
 
 import torch
 import torch.nn.functional as F
 
+from .attention_steps import if_new_nan
 from .autograd_refs import logsumexp_of_scores, sdpa_gradients
 from .inputs import nan_padded, random_tensor
 from .kernel_steps import Step
@@ -222,6 +224,34 @@ def _backward_inputs(
         Od, dOd = O.double(), dO.double()
         dO = (dOd - (dOd * Od).sum(-1, keepdim=True) / (Od * Od).sum(-1, keepdim=True) * Od).to(dtype)
     return Q, K, V, O, dO, logsumexp_of_scores(Q, K, scale=scale, is_causal=is_causal)
+
+
+def if_new_nan_in(got: Any, expected: Sequence[torch.Tensor], sentence: str) -> str:
+    """``attention_steps.if_new_nan`` for results returned together (dQ, dK, dV): ``sentence`` where one of them holds
+    NaN at an entry where its expected tensor holds a number, else "" (and "" for a result that is no tuple of them)."""
+    if not isinstance(got, (tuple, list)):
+        return ""
+    return next((found for found in (if_new_nan(g, e, sentence) for g, e in zip(got, expected)) if found), "")
+
+
+def extreme_scores(
+    T_q: int, T_k: int, d: int, *, size: float, seed: int, dtype: torch.dtype = torch.float64, heads: tuple[int, ...] = (1, 2)
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Seeded Q, K, V, dO whose scaled scores (scale 1/sqrt(d)) are extreme on three rows: query 0 scores every key
+    near -size, query 1 every key exactly 0 (equal weights), query 2 every key near +size; the others are random.
+
+    Args:
+        T_q (at least 3), T_k, d: the lengths and the head dimension; size: how far from 0 (150 overflows exp in
+            float32, 800 in float64); seed: the first of four seeds; dtype; heads: the leading dimensions.
+
+    Returns:
+        Q [*heads, T_q, d], K, V [*heads, T_k, d], dO [*heads, T_q, d], in ``dtype``.
+    """
+    Q, K, V, dO = (random_tensor(*heads, T, d, seed=seed + i, dtype=torch.float64) for i, T in enumerate((T_q, T_k, T_k, T_q)))
+    K[..., 0] = 4.0  # every key's first feature: a query along it shifts all its scores alike
+    Q[..., 0, :], Q[..., 1, :], Q[..., 2, :] = Q[..., 0, :] / 4, 0.0, Q[..., 2, :] / 4
+    Q[..., 0, 0], Q[..., 2, 0] = -size * math.sqrt(d) / 4, size * math.sqrt(d) / 4  # scores -size and +size, give or take 1
+    return tuple(t.to(dtype) for t in (Q, K, V, dO))  # type: ignore[return-value]
 
 
 @answers("08_flash_backward", "flash_backward_preprocess")

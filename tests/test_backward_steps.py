@@ -7,7 +7,14 @@ import math
 import pytest
 import torch
 
-from course_utils.backward_steps import backward_ladder, backward_reference, preprocess_ladder, preprocess_reference
+from course_utils.backward_steps import (
+    backward_ladder,
+    backward_reference,
+    extreme_scores,
+    if_new_nan_in,
+    preprocess_ladder,
+    preprocess_reference,
+)
 from course_utils.kernel_steps import where_steps_differ
 
 
@@ -139,3 +146,18 @@ def test_the_D_ladder_places_a_low_precision_sum_and_a_sum_over_the_wrong_dimens
     over_queries = lambda O, dO: (dO.double() * O.double()).sum(-2)  # noqa: E731
     said = where_steps_differ(over_queries, preprocess_reference, preprocess_ladder())
     assert said.startswith("the first step that goes wrong is the sum of dO ∘ O over the feature dimension"), said
+
+
+def test_extreme_scores_are_far_below_zero_equal_and_far_above_on_three_rows() -> None:
+    Q, K, _, _ = extreme_scores(5, 7, 8, size=800.0, seed=1)
+    scores = Q @ K.transpose(-2, -1) / math.sqrt(8)
+    assert float(scores[..., 0, :].max()) < -790 and float(scores[..., 2, :].min()) > 790
+    assert torch.equal(scores[..., 1, :], torch.zeros_like(scores[..., 1, :]))
+    assert torch.isinf(torch.exp(scores)).any()  # what exp(S) / exp(L) would meet
+
+
+def test_a_NaN_sentence_needs_a_NaN_where_a_number_was_expected() -> None:
+    expected = (torch.zeros(2), torch.tensor([float("nan"), 1.0]))
+    assert if_new_nan_in((torch.zeros(2), torch.tensor([float("nan"), 1.0])), expected, "NaN") == ""  # NaN where expected
+    assert if_new_nan_in((torch.zeros(2), torch.tensor([0.0, float("nan")])), expected, "NaN") == "NaN"
+    assert if_new_nan_in(torch.zeros(2), expected, "NaN") == ""  # no tuple of results: nothing to say
