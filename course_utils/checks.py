@@ -32,7 +32,7 @@ from __future__ import annotations
 
 from .attention_steps import attention_output_reference, attention_reference, forward_ladder, if_new_nan, softmax_ladder, softmax_reference
 from .autograd_refs import logsumexp_of_scores, sdpa_gradients, tile_function_stand_ins
-from .backward_steps import backward_ladder, backward_reference, preprocess_ladder, preprocess_reference
+from .backward_steps import backward_ladder, backward_reference, extreme_scores, if_new_nan_in, preprocess_ladder, preprocess_reference
 from .comparisons import (
     TOLERANCES,
     Tolerance,
@@ -117,10 +117,12 @@ __all__ = [
     "describe_calls",
     "elements_read",
     "exp_rounding",
+    "extreme_scores",
     "forbidden",
     "forward_ladder",
     "gradients",
     "if_new_nan",
+    "if_new_nan_in",
     "logsumexp_of_scores",
     "model_calls",
     "nan_padded",
