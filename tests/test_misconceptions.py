@@ -158,3 +158,11 @@ def test_an_error_two_mistakes_share_is_no_evidence_for_either() -> None:
     call = recording.Replayed("name:softmax", None, (logits,), {}, None, (), None, outcome)
     assert reproduces(assignment, no_keepdim, cell, [call]), "the error alone tells it from the solution"
     assert not reproduces(assignment, no_keepdim, cell, [call], rivals=[mean_no_keepdim]), "another mistake raises the same error"
+
+
+def test_each_of_04s_masks_sends_the_student_to_its_own_section() -> None:
+    # Each mask is written right after the section that explains it, so a named mistake points there (one markdown cell
+    # used to hold sections 2 to 4, and every mask's mistakes sent students to "4. Sliding windows").
+    source = nbformat.read(SOLUTIONS_DIR / "04_masking" / "04_masking.ipynb", as_version=4)
+    sections = {cell: section_of(source, cell).split(".")[0] for cell in ("padding_mask", "causal_mask", "sliding_window_mask")}
+    assert sections == {"padding_mask": "2", "causal_mask": "3", "sliding_window_mask": "4"}
