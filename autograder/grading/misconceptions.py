@@ -161,7 +161,7 @@ def _reproduces(
         return False
     objects: dict[int, Any] = {}  # handle number in the record -> the mistake's object
     distinguished = False
-    for call, agrees in zip(calls, solution_agrees):
+    for index, (call, agrees) in enumerate(zip(calls, solution_agrees)):
         try:
             same = _same_result(module, objects, call)
             if not same and solution is not None:
@@ -173,18 +173,26 @@ def _reproduces(
         if not same:
             return False
         if distinguishing and call.outcome.kind == "raised" and call.measure is None:
-            distinguishing = not any(_rival_raises_the_same(assignment, rival, cells, call) for rival in rivals)
+            distinguishing = not any(_rival_raises_the_same(assignment, rival, cells, calls, index) for rival in rivals)
         distinguished = distinguished or distinguishing
     return distinguished
 
 
-def _rival_raises_the_same(assignment: str, rival: Variant, cells: dict[str, str], call: recording.Replayed) -> bool:
-    """``rival`` raises the student's error on this call too (where that cannot be run, say on an object made earlier or
-    in a cell not at hand, it is not ruled out)."""
-    if call.target.startswith("handle:") or rival.cell not in cells:
+def _rival_raises_the_same(assignment: str, rival: Variant, cells: dict[str, str], calls: list[recording.Replayed], index: int) -> bool:
+    """``rival`` raises the student's error on ``calls[index]`` too. The calls before it run first, so that a call on an
+    object the test made earlier (a block, a cache) is made on the rival's own object; where the rival cannot be run
+    at all (a cell not at hand), it is not ruled out."""
+    if rival.cell not in cells:
         return True
     try:
-        return _same_result(_module(assignment, rival, cells[rival.cell]), {}, call)
+        module = _module(assignment, rival, cells[rival.cell])
+        objects: dict[int, Any] = {}
+        for call in calls[:index]:
+            with contextlib.suppress(_NotComparable):
+                _same_result(module, objects, call)  # only to make the objects later calls are made on
+        return _same_result(module, objects, calls[index])
+    except _NotComparable:
+        return False  # the rival never made the object the call is on: it cannot give the same error there
     except Exception:  # noqa: BLE001 - a rival that cannot be run cannot be ruled out
         return True
 
