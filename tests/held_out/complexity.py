@@ -16,7 +16,7 @@ HELD_OUT = [
             edits=(("batch * heads * T_q * T_k * (d_k + d_v)", "batch * heads * T_q * T_q * (d_k + d_v)"),),
             loses=("test_attention_flops_with_d_v", "test_attention_flops"),
         ),
-        says=("attention_flops(1, 2, 10, 20, d_k=8, d_v=32): got 16000, expected 32000",),
+        says=("attention_flops(1, 3, 10, 30, d_k=8, d_v=32): got 24000, expected 72000",),
     ),
     HeldOut(
         Variant(
@@ -61,7 +61,7 @@ HELD_OUT = [
         ),
         says=(
             "attention_flops(1, 1, 100, 100, 64, 64): got 1280000, expected 2560000",
-            "attention_flops(1, 2, 10, 20, d_k=8, d_v=32): got 6400, expected 32000",
+            "attention_flops(1, 3, 10, 30, d_k=8, d_v=32): got 14400, expected 72000",
         ),
         named=(
             (
