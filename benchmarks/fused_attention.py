@@ -296,12 +296,29 @@ def run_gpu(args, solution) -> dict:
     header = (
         f"{'dtype':<9}{'d':>4}{'causal':>7}{'T':>7}{'B':>4}  {'method':<22}{'ms':>9}{'TFLOP/s':>9}{'vs flash':>9}{'max|diff|':>10}  note"
     )
-    print(header, flush=True)
+    # Forward + backward (notebook 08) right after each (dtype, d)'s forward rows, so that a run cut short has both
+    # for the groups it reached: each shape once, B*T = TOKENS as in the forward rows.
+    solution08 = load_solution("08_flash_backward")
+    backward = backward_methods(
+        solution,
+        solution08,
+        ["fwd+bwd sdpa flash", "fwd+bwd sdpa cudnn", "fwd+bwd triton (nb 07 + nb 08)", "fwd+bwd triton fast + nb 08", FAST_BOTH_WAYS],
+    )
+    fast_kernels = {  # the autotuned kernels behind a row: the tiles they chose go into it
+        "fwd+bwd triton fast + nb 08": [solution.fast_attention_kernel],
+        FAST_BOTH_WAYS: [
+            solution.fast_attention_kernel,
+            *(getattr(solution08, k) for k in ("fast_dq_kernel", "fast_dkdv_kernel") if hasattr(solution08, k)),
+        ],
+    }
+    tiles_of = lambda name: {"autotuned": autotuned(*fast_kernels[name])} if name in fast_kernels else {}  # noqa: E731
+    gpu_time = lambda thunk: triton.testing.do_bench(thunk, warmup=25, rep=100, return_mode="median") / 1e3  # noqa: E731
     rows = []
     generator = torch.Generator(device="cuda").manual_seed(0)
     for dtype_name in dtypes:
         dtype = getattr(torch, dtype_name)
         for d in dims:
+            print(header, flush=True)
             for causal in causals:
                 for T in lengths:
                     B, H = max(1, round(TOKENS / T)), HEADS
@@ -328,6 +345,8 @@ def run_gpu(args, solution) -> dict:
                             }
                         else:
                             row = measure_gpu_one(name, fn, q, k, v, causal, reference, flops, flash_ms, cudnn_ms)
+                            if name == "triton fast" and row["status"] == "ok":
+                                row["autotuned"] = autotuned(solution.fast_attention_kernel)
                         row = {**common, **row}
                         if name == "sdpa flash" and row["ms"] is not None:
                             flash_ms = row["ms"]
@@ -345,20 +364,10 @@ def run_gpu(args, solution) -> dict:
                     torch.cuda.empty_cache()
                     if args.json:  # after every shape, so that a run cut short keeps what it measured
                         write_json(args.json, {**info, "mode": "gpu", "complete": False, "rows": rows})
-
-    # Forward + backward (notebook 08): fp16 and bf16 as above, each shape once, B*T = TOKENS as above.
-    solution08 = load_solution("08_flash_backward")
-    backward = backward_methods(
-        solution,
-        solution08,
-        ["fwd+bwd sdpa flash", "fwd+bwd sdpa cudnn", "fwd+bwd triton (nb 07 + nb 08)", "fwd+bwd triton fast + nb 08", FAST_BOTH_WAYS],
-    )
-    gpu_time = lambda thunk: triton.testing.do_bench(thunk, warmup=25, rep=100, return_mode="median") / 1e3  # noqa: E731
-    print(BACKWARD_HEADER)
-    for dtype_name in dtypes:
-        for d in dims:
+            print(BACKWARD_HEADER)
             for T in lengths:
-                rows += measure_backward(backward, [T], max(1, round(TOKENS / T)), HEADS, d, getattr(torch, dtype_name), "cuda", gpu_time)
+                B = max(1, round(TOKENS / T))
+                rows += measure_backward(backward, [T], B, HEADS, d, dtype, "cuda", gpu_time, causals, annotate=tiles_of)
                 if args.json:
                     write_json(args.json, {**info, "mode": "gpu", "complete": False, "rows": rows})
 
@@ -394,6 +403,17 @@ Gradients = Callable[[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, bo
 def training_step_flops(batch: int, heads: int, T: int, d: int, causal: bool) -> float:
     """Forward plus backward matrix FLOPs: 2 products forward, 5 backward (P recomputed), 3.5x the forward's."""
     return 3.5 * attention_flops(batch, heads, T, d, causal)
+
+
+def autotuned(*kernels: Any) -> dict[str, list[int] | None]:
+    """The tile each autotuned kernel chose at its last launch: {name: [BLOCK_M, BLOCK_N, num_warps, num_stages]}."""
+    chosen = {}
+    for kernel in kernels:
+        config = getattr(kernel, "best_config", None)
+        name = getattr(getattr(kernel, "base_fn", None), "__name__", type(kernel).__name__)
+        tile = None if config is None else [config.kwargs.get("BLOCK_M"), config.kwargs.get("BLOCK_N"), config.num_warps, config.num_stages]
+        chosen[name] = tile
+    return chosen
 
 
 def fmt(x: float | None, spec: str) -> str:
@@ -464,11 +484,16 @@ def measure_backward(
     dtype: torch.dtype,
     device: str,
     time_it: Callable[[Callable[[], Any]], float],
+    causals: tuple[bool, ...] | list[bool] = (False, True),
+    annotate: Callable[[str], dict] | None = None,
 ) -> list[dict]:
-    """One row per method and length: time of forward + backward, TFLOP/s, largest gradient error vs SDPA in float32."""
+    """One row per method, masking and length: time of forward + backward, TFLOP/s, largest gradient error vs SDPA in float32.
+
+    ``annotate(method)``, called right after a method's timing, adds fields to its row (the tiles its kernels chose).
+    """
     rows = []
     generator = torch.Generator(device=device).manual_seed(0)
-    for causal in (False, True):
+    for causal in causals:
         for T in lengths:
             q, k, v, dO = (torch.randn(batch, heads, T, d, device=device, dtype=dtype, generator=generator) for _ in range(4))
             reference = sdpa_gradients(q.float(), k.float(), v.float(), dO.float(), is_causal=causal)
@@ -515,6 +540,7 @@ def measure_backward(
                     speed_vs_sdpa_flash=None if flash_seconds is None else flash_seconds / seconds,
                     speed_vs_sdpa_cudnn=None if cudnn_seconds is None else cudnn_seconds / seconds,
                     max_abs_diff_vs_sdpa_fp32=error,
+                    **(annotate(name) if annotate else {}),
                 )
                 rows.append(row)
                 ratio = "" if row["speed_vs_sdpa_flash"] is None else f"{row['speed_vs_sdpa_flash']:.2f}"
