@@ -185,7 +185,7 @@ def _options(tiled: bool, device: str | torch.device) -> list[Step]:
 def _causal_steps(tiled: bool, device: str | torch.device) -> list[Step]:
     """The diagonal tile alone, several tiles, then T_q < T_k and T_q > T_k, all top-left causal."""
     if tiled:
-        sizes, tiles = [(8, 8), (24, 24), (12, 20), (20, 12)], [(8, 8), (4, 8), (8, 4), (4, 8)]
+        sizes, tiles = [(8, 8), (24, 24), (12, 20), (20, 12)], [(8, 8), (8, 4), (4, 8), (8, 4)]
     else:
         sizes, tiles = [(16, 16), (136, 136), (24, 40), (40, 24)], [None] * 4
     what = [
