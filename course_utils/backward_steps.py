@@ -95,24 +95,30 @@ def backward_ladder(*, tiled: bool, causal: bool = False, device: str | torch.de
         seed=360,
     )
     if causal:
-        sizes, tiles = (
-            ([(T, T), (12, 12), (9, 14), (14, 9)], [(T, T), (4, 3), (4, 3), (3, 4)])
-            if tiled
-            else ([(T, T), (48, 48), (20, 35), (35, 20)], [None] * 4)
-        )
-        what = [
-            ("the causal mask inside the diagonal tile", "the diagonal tile alone"),
-            ("the causal mask across tiles (those past the diagonal skipped, those it crosses masked)", "several tiles"),
-            ("top-left causal masking with fewer queries than keys", "T_q < T_k"),
-            ("top-left causal masking with more queries than keys", "T_q > T_k"),
-        ]
-        masked = [
-            rung(step, f"is_causal=True, {inputs}", size, tiles=t, seed=400 + 10 * i, is_causal=True)
-            for i, ((step, inputs), size, t) in enumerate(zip(what, sizes, tiles))
-        ]
-        return [one_tile, ragged, *masked]
+        return [one_tile, ragged, *_causal_rungs(rung, T)]
     d, d_v = (3, 5) if tiled else (12, 12)
     steps = [
+        *_formula_rungs(rung, T),
+        rung("dQ summed over key tiles", "one query tile, two key tiles", (T, 2 * T), seed=340),
+        rung("dK and dV summed over query tiles", "two query tiles, one key tile", (2 * T, T), seed=350),
+        ragged,
+        rung(
+            "a value head dimension other than the queries' (d_v != d)" if tiled else "a head dimension that is not a power of two",
+            "one tile" if tiled else "one tile, padded to 16 features inside, NaN past d",
+            (T, T),
+            d=d,
+            d_v=d_v,
+            seed=370,
+        ),
+    ]
+    if not tiled:
+        steps.append(rung("the offsets of each (batch, head)", "one tile per (batch, head)", (T, T), heads=(2, 3), seed=380))
+    return steps
+
+
+def _formula_rungs(rung: _TiledRung, T: int) -> list[Step]:
+    """One tile each: P and dV alone (dP = D = 0), then dS, dQ and dK with D = 0, then D, then the default scale."""
+    return [
         rung(
             "the weights P = exp(scale·Q Kᵀ − L) rebuilt from L, and dV = Pᵀ dO",
             "one tile, scale = 1.0, dO and V sharing no feature (so dP = dO Vᵀ = 0 and D = 0: only dV is not 0)",
@@ -136,21 +142,25 @@ def backward_ladder(*, tiled: bool, causal: bool = False, device: str | torch.de
             (T, T),
             seed=330,
         ),
-        rung("dQ summed over key tiles", "one query tile, two key tiles", (T, 2 * T), seed=340),
-        rung("dK and dV summed over query tiles", "two query tiles, one key tile", (2 * T, T), seed=350),
-        ragged,
-        rung(
-            "a value head dimension other than the queries' (d_v != d)" if tiled else "a head dimension that is not a power of two",
-            "one tile" if tiled else "one tile, padded to 16 features inside, NaN past d",
-            (T, T),
-            d=d,
-            d_v=d_v,
-            seed=370,
-        ),
     ]
-    if not tiled:
-        steps.append(rung("the offsets of each (batch, head)", "one tile per (batch, head)", (T, T), heads=(2, 3), seed=380))
-    return steps
+
+
+def _causal_rungs(rung: _TiledRung, T: int) -> list[Step]:
+    """The diagonal tile alone, several tiles, then T_q < T_k and T_q > T_k, all top-left causal."""
+    if rung.tiled:
+        sizes, tiles = [(T, T), (12, 12), (9, 14), (14, 9)], [(T, T), (4, 3), (4, 3), (3, 4)]
+    else:
+        sizes, tiles = [(T, T), (48, 48), (20, 35), (35, 20)], [None] * 4
+    what = [
+        ("the causal mask inside the diagonal tile", "the diagonal tile alone"),
+        ("the causal mask across tiles (those past the diagonal skipped, those it crosses masked)", "several tiles"),
+        ("top-left causal masking with fewer queries than keys", "T_q < T_k"),
+        ("top-left causal masking with more queries than keys", "T_q > T_k"),
+    ]
+    return [
+        rung(step, f"is_causal=True, {inputs}", size, tiles=t, seed=400 + 10 * i, is_causal=True)
+        for i, ((step, inputs), size, t) in enumerate(zip(what, sizes, tiles))
+    ]
 
 
 class _TiledRung:
