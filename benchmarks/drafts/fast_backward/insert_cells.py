@@ -1,6 +1,6 @@
 """Insert the proposed showcase cells into a copy of notebook 08's solution (or, when its owner is ready, the notebook itself).
 
-    .venv/bin/python /tmp/fast_backward/insert_cells.py PATH/TO/08_flash_backward.ipynb
+    .venv/bin/python benchmarks/drafts/fast_backward/insert_cells.py PATH/TO/08_flash_backward.ipynb
 
 They go after section 7's GPU timing cell (the code cell after "### On a GPU: what the backward costs"), before
 section 8's lab: the markdown cell (visible to students), the kernels and launcher (showcase, grade_id
@@ -39,14 +39,14 @@ def main(path: Path) -> None:
         i for i, c in enumerate(nb["cells"]) if c["cell_type"] == "markdown" and "On a GPU: what the backward costs" in "".join(c["source"])
     )
     at = heading + 2  # after the timing cell that follows the heading
-    code = lambda cell_id, name, meta: {
+    code = lambda cell_id, name, meta: {  # noqa: E731
         "cell_type": "code",
         "execution_count": None,
         "id": cell_id,
         "metadata": meta,
         "outputs": [],
         "source": source((CELLS / name).read_text()),
-    }  # noqa: E731
+    }
     new = [
         {
             "cell_type": "markdown",

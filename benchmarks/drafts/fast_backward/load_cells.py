@@ -1,6 +1,6 @@
 """Scratch loader for the proposed 08 showcase cells: notebook 08's solution module plus cells/02 and cells/03.
 
-    import sys; sys.path.insert(0, "/tmp/fast_backward"); from fast_backward import load; m = load()
+    import sys; sys.path.insert(0, "benchmarks/drafts/fast_backward"); from load_cells import load; m = load()
 
 The cells run in a copy of 08's solution namespace (its imports and solution cells: flash_attention_triton,
 flash_attention_backward_triton, as_heads, launch, tl, triton, KERNELS_NATIVE), as they would in the notebook.

@@ -1,18 +1,19 @@
 """Proposed tests for tests/test_kernels.py: notebook 08's fast backward (the solution's showcase, ungraded).
 
 Everything above the line "--- 08's fast backward" is scaffolding for running this file on its own against the
-scratch module (/tmp/fast_backward/fast_backward.py loads the proposed cells into 08's solution namespace). In
+scratch module (benchmarks/drafts/fast_backward/load_cells.py loads the proposed cells into 08's solution namespace). In
 tests/test_kernels.py the module-level setup, ``qkv``, ``ON_GPU`` and ``needs_gpu`` already exist, and the
 ``backward_solution`` fixture there loads 08's solution, which will hold these names once the cells land: copy
 the section from that line on.
 
-    .venv/bin/python -m pytest -q -n0 -p no:cacheprovider /tmp/fast_backward/test_fast_backward.py [-m "not slow"]
+    .venv/bin/python -m pytest -q -n0 -p no:cacheprovider benchmarks/drafts/fast_backward/proposed_tests.py [-m "not slow"]
 """
 
 from __future__ import annotations
 
 import os
 import sys
+from pathlib import Path
 
 import pytest
 import torch
@@ -30,8 +31,8 @@ needs_gpu = pytest.mark.skipif(not ON_GPU, reason="needs a CUDA GPU: the native 
 
 @pytest.fixture(scope="module")
 def backward_solution():
-    sys.path.insert(0, "/tmp/fast_backward")
-    from fast_backward import load
+    sys.path.insert(0, str(Path(__file__).parent))
+    from load_cells import load
 
     return load()
 
