@@ -831,7 +831,9 @@ def test_time_by_operator_names_where_the_time_goes_and_prints_nothing(capfd):
 
     a = torch.randn(192, 192)
     rows = time_by_operator(lambda: [torch.softmax(a @ a @ a, dim=-1) for _ in range(3)], top=3)
-    assert rows[0].name == "aten::mm" and rows[0].calls == 6  # two products a call, three calls: the most time
+    # Which operator takes the most time depends on how busy the machine is: the products are among the top three,
+    # counted right (two a call, three calls), and the rows come in order of time.
+    assert [r.calls for r in rows if r.name == "aten::mm"] == [6]
     assert len(rows) == 3 and all(r.self_ms >= s.self_ms for r, s in zip(rows, rows[1:]))
     assert capfd.readouterr().err == ""  # the profiler's own notices never reach a notebook's stderr
 
