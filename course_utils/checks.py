@@ -16,7 +16,8 @@ cells end with ``assert check_...(...)``, so the last line of a test cell is alw
 - ``flops`` and ``memory``: the measurements a test may take (``count_flops``, ``peak_tensor_bytes``);
 - what tests measure with or stand in for the student's code: ``tensor_reads`` (``elements_read``),
   ``kernel_trace`` (``trace_kernels``, ``returned_by_kernels``), ``kernel_steps`` (``where_steps_differ``: which step of a
-  kernel or tiled function first goes wrong), ``streams`` (``one_shot_blocks``),
+  kernel or tiled function first goes wrong), with the ladders of isolating inputs in ``attention_steps`` (the forward,
+  online softmax) and ``backward_steps`` (the backward, D), ``streams`` (``one_shot_blocks``),
   ``model_stand_ins`` (``model_calls``, ``describe_calls``, ``rope_angles``), ``stand_ins`` and
   ``emulated_kernels`` (the ``*_STAND_IN`` callees), ``autograd_refs`` (gradients by autograd of PyTorch's
   attention, and the tile functions' stand-ins).
