@@ -37,6 +37,7 @@ from .models import Misconception  # the one type, shared by the verdicts, the t
 # Per submission, in CPU seconds of the trusted pass (not wall time, so that a busy machine names what a
 # quiet one names): naming is a courtesy, and the grade never waits long for it.
 BUDGET_S = 60.0
+RIVALS_BUDGET_S = 10.0  # CPU seconds for ruling out the rivals of one error
 _modules: dict[tuple[str, str], Any] = {}
 
 
@@ -173,7 +174,13 @@ def _reproduces(
         if not same:
             return False
         if distinguishing and call.outcome.kind == "raised" and call.measure is None:
-            distinguishing = not any(_rival_raises_the_same(assignment, rival, cells, calls, index) for rival in rivals)
+            # Each rival replays the test's calls up to this one: bounded like naming itself, and past the budget a
+            # rival is not ruled out (naming nothing is the safe side).
+            started = time.process_time()
+            distinguishing = not any(
+                time.process_time() - started > RIVALS_BUDGET_S or _rival_raises_the_same(assignment, rival, cells, calls, index)
+                for rival in rivals
+            )
         distinguished = distinguished or distinguishing
     return distinguished
 
