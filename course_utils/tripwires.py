@@ -93,7 +93,13 @@ class Answers:
 
 ANSWERS: dict[Callable[..., Any], tuple[Answers, ...]] = {}  # course function -> what it answers
 # The modules that declare answers: importing them fills ANSWERS (declared_answers).
-ANSWER_MODULES = ("course_utils.stand_ins", "course_utils.model_stand_ins", "course_utils.autograd_refs", "course_utils.emulated_kernels")
+ANSWER_MODULES = (
+    "course_utils.stand_ins",
+    "course_utils.model_stand_ins",
+    "course_utils.autograd_refs",
+    "course_utils.emulated_kernels",
+    "course_utils.backward_steps",
+)
 
 
 def declared_answers() -> dict[Callable[..., Any], tuple[Answers, ...]]:

@@ -349,7 +349,15 @@ BAD_CASES = [
 # Hostile submissions: each tries one attack on the grader. They are graded in the same run as
 # the honest ones above, which must keep full marks. The ones that fake a function lose its points.
 PROCESS_MARKER = "attention-course-hostile-sleeper"
-LEAK_STASH = "import linecache\n_stash = []\n_real_softmax = softmax\n\ndef softmax(*args, **kwargs):\n    _stash.append('\\n'.join(''.join(v[2]) for v in list(linecache.cache.values())))\n    return _real_softmax(*args, **kwargs)"
+# It keeps only the cells' sources (IPython files each cell as a file of its own in linecache), once each, so
+# that the output limit cannot cut the hidden tests out of what it prints before the redactor sees them.
+LEAK_STASH = (
+    "import linecache\n_stash = {}\n_real_softmax = softmax\n\ndef softmax(*args, **kwargs):\n"
+    "    for name, entry in list(linecache.cache.items()):\n"
+    "        if ('ipykernel' in name or name.startswith('<')) and len(entry) == 4:\n"
+    "            _stash[name] = ''.join(entry[2])\n"
+    "    return _real_softmax(*args, **kwargs)"
+)
 HOSTILE_CASES = [
     BadCase(
         "deletes-grader-state",
@@ -477,7 +485,7 @@ HOSTILE_CASES = [
                         of=next(
                             c.source for c in solved(FIRST).cells if c.metadata.get("nbgrader", {}).get("grade_id") == "attention_entropy"
                         )
-                        + "\nprint('\\n'.join(_stash))",
+                        + "\nprint('\\n'.join(_stash.values()))",
                     ),
                 ],
             )
