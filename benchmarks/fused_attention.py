@@ -18,8 +18,7 @@ causal masking, as notebook 06 counts them), speed_vs_sdpa_flash (flash time / t
 is faster than flash), and the largest |difference| from SDPA in float32, a sanity check.
 Forward + backward rows (notebook 08): SDPA's flash and cuDNN backends through autograd, notebook 07's
 Triton forward (simple and fast) followed by notebook 08's Triton backward, the fast forward followed by 08's
-fast backward (the solution's showcase, flash_attention_backward_fast: a row says "unavailable" while 08's
-solution lacks it), and on a CPU the PyTorch tiles of 07 and 08; TFLOP/s from 3.5 times the forward's count
+fast backward (the solution's showcase, flash_attention_backward_fast), and on a CPU the PyTorch tiles of 07 and 08; TFLOP/s from 3.5 times the forward's count
 (2 matrix products forward, 5 backward), and the largest gradient error against SDPA's autograd in float32.
 Every GPU row also has speed_vs_sdpa_cudnn (cuDNN's time / this time) where cuDNN ran on that shape.
 
@@ -446,23 +445,13 @@ def backward_methods(solution07, solution08, names: list[str]) -> dict[str, Grad
 
         return step
 
-    def fast_both_ways():
-        fast_backward = getattr(solution08, "flash_attention_backward_fast", None)  # 08's showcase, once it lands
-        if fast_backward is None:
-
-            def missing(*args, **kwargs):
-                raise LookupError("notebook 08's solution has no flash_attention_backward_fast yet")
-
-            fast_backward = missing
-        return kernels_after(solution07.flash_attention_fast, fast_backward)
-
     every = {
         "fwd+bwd sdpa flash": lambda: autograd_of(sdpa_flash),
         "fwd+bwd sdpa cudnn": lambda: autograd_of(sdpa_cudnn),
         "fwd+bwd pytorch tiles (nb 07 + nb 08)": lambda: tiles,
         "fwd+bwd triton (nb 07 + nb 08)": lambda: kernels_after(solution07.flash_attention_triton),
         "fwd+bwd triton fast + nb 08": lambda: kernels_after(solution07.flash_attention_fast),
-        FAST_BOTH_WAYS: fast_both_ways,
+        FAST_BOTH_WAYS: lambda: kernels_after(solution07.flash_attention_fast, solution08.flash_attention_backward_fast),
         "fwd+bwd naive": lambda: autograd_of(naive_attention),
     }
     return {name: every[name]() for name in names}
