@@ -132,6 +132,17 @@ def this_machine() -> KernelBackend:
     return choose_backend(True, torch.cuda.get_device_capability(), torch.cuda.get_device_name())
 
 
+def gpu_family(tensor: torch.Tensor) -> str:
+    """The family of GPU whose table of tiles applies where ``tensor`` lives: tuned kernels prune by it.
+
+    Returns:
+        "sm_90" (Hopper: ``wgmma`` products, 227 KiB of shared memory a program), "sm_8x" (Ampere and Ada:
+        ``mma``, the L4's 99 KiB), or "other" (any other GPU, which takes both families' limits).
+    """
+    major, minor = torch.cuda.get_device_capability(tensor.device)
+    return "sm_90" if (major, minor) == (9, 0) else ("sm_8x" if major == 8 else "other")
+
+
 def import_triton(backend: KernelBackend | None = None) -> tuple[Any, Any]:
     """``(triton, triton.language)``, with Triton's interpreter on wherever kernels cannot run natively.
 
@@ -519,6 +530,7 @@ __all__ = [
     "KERNEL_BACKEND",
     "build_jobs",
     "capturing_launches",
+    "gpu_family",
     "launch",
     "launcher_builds",
     "run_builds",

@@ -392,31 +392,58 @@ def test_fast_kernel_natively_on_the_gpu(solution, dtype, tol, causal):
     torch.testing.assert_close(L, logsumexp_of_scores(Q, K, is_causal=causal).float(), rtol=tol, atol=tol)
 
 
+# The GPU family each compile target belongs to, and the shared memory one program may use there: A100 (sm_80),
+# L4 (sm_89), H100 (sm_90), from CUDA's table of compute capabilities (the opt-in maximum per block).
+FAMILY = {"sm_80": "sm_8x", "sm_89": "sm_8x", "sm_90": "sm_90"}
+SHARED_BYTES_PER_PROGRAM = {"sm_80": 166912, "sm_89": 101376, "sm_90": 232448}
+
+
+def test_the_fast_kernels_pruner_keeps_tiles_for_every_gpu_path_and_head_dim(solution):
+    s = solution
+    assert set(s.FAST_TILES_THAT_DO_NOT_FIT) == {
+        (f, d, even) for f in ("sm_8x", "sm_90") for d in s.FAST_HEAD_DIMS for even in (True, False)
+    }
+    for family in ("sm_8x", "sm_90", "other"):
+        for d in s.FAST_HEAD_DIMS:
+            for T, even in ((4096, True), (4000, False)):  # 4000 is no multiple of 64: every tile takes the ragged path
+                kept = {s.tile_of(c) for c in s.fast_configs_that_fit(s.FAST_GPU_CONFIGS, family, d, T, T)}
+                assert kept and kept == set(s.FAST_TILES) - s.fast_tiles_that_do_not_fit(family, d, even), (family, d, even)
+            assert all(c.kwargs["BLOCK_M"] <= 64 for c in s.fast_configs_that_fit(s.FAST_GPU_CONFIGS, family, d, 20, 20))
+    # Hopper keeps 128 x 128 at d = 128 on the even path only; Ampere and Ada never.
+    big = (128, 128, 8, 2)
+    assert big not in s.fast_tiles_that_do_not_fit("sm_90", 128, True) and big in s.fast_tiles_that_do_not_fit("sm_90", 128, False)
+    assert big in s.fast_tiles_that_do_not_fit("sm_8x", 128, True) and big in s.fast_tiles_that_do_not_fit("other", 128, True)
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("arch", ["sm_80", "sm_89", "sm_90"])
 def test_every_tile_the_fast_kernel_may_pick_compiles_without_spills(solution, arch, monkeypatch):
-    # The autotuner picks among the tiles the pruner keeps for a head dim; each must build for real GPUs.
-    # Causal with a ragged T_k compiles both stages of the loop, masked and unmasked. Built once per kernel
+    # The autotuner picks among the tiles the pruner keeps for a GPU family, head dim and path; each must build
+    # for that family's GPUs, spill nothing and fit in shared memory. T = 1024 takes the even path of every tile,
+    # T = 1000 the ragged one; causal builds both stages of the loop, masked and unmasked. Built once per kernel
     # edit or Triton release: the record holds the rest (kernel_build_record.py).
     from course_utils.kernels import build_jobs, capturing_launches
 
-    jobs, dims = [], []  # a build job, and the head dim it was made for
-    for d in (64, 128):
-        kept = solution.prune_fast_configs(solution.FAST_GPU_CONFIGS, {"HEAD_DIM": d, "T_q": 1000})
-        assert 0 < len(kept) < len(solution.FAST_GPU_CONFIGS) or d == 64
-        monkeypatch.setattr(solution.fast_attention_kernel, "configs", kept)
-        Q, K, V = qkv(2, 4, 1000, 1000, d, dtype=torch.float16)
-        with capturing_launches() as launches:
-            solution.flash_attention_fast(Q, K, V, is_causal=True)
-        [one] = launches
-        new = build_jobs(one.kernel, one.args, one.kwargs, arch)
-        jobs += new
-        dims += [d] * len(new)
+    s = solution
+    jobs, made_for = [], []  # a build job, and what it was made for
+    for d in s.FAST_HEAD_DIMS:
+        for T in (1024, 1000):
+            kept = s.fast_configs_that_fit(s.FAST_GPU_CONFIGS, FAMILY[arch], d, T, T)
+            monkeypatch.setattr(s.fast_attention_kernel, "configs", kept)
+            for causal in (False, True):
+                Q, K, V = qkv(2, 4, T, T, d, dtype=torch.float16)
+                with capturing_launches() as launches:
+                    s.flash_attention_fast(Q, K, V, is_causal=causal)
+                [one] = launches
+                new = build_jobs(one.kernel, one.args, one.kwargs, arch)
+                jobs += new
+                made_for += [f"d={d}, T={T}, causal={causal}"] * len(new)
     builds = recorded_builds(jobs)
-    assert len(builds) == len(jobs) >= 10
-    for build, d in zip(builds, dims):
-        assert build.compiled, f"{build.summary} at d={d}"
-        assert build.spilled_bytes == 0, f"{build.summary} with {build.config} at d={d}"
+    assert len(builds) == len(jobs) >= 100
+    for build, where in zip(builds, made_for):
+        assert build.compiled, f"{build.summary} at {where}"
+        assert build.spilled_bytes == 0, f"{build.summary} with {build.config} at {where}"
+        assert build.shared_bytes <= SHARED_BYTES_PER_PROGRAM[arch], f"{build.summary} with {build.config} at {where}"
     assert {build.mma for build in builds} == {"wgmma" if arch == "sm_90" else "mma"}
 
 
@@ -799,12 +826,6 @@ def test_flash_attention_fast_function_on_three_d_inputs(backward_solution, caus
     O, _, expected = plain_attention_in_float64(q, k, v, dO, causal)
     torch.testing.assert_close(out.double(), O, rtol=1e-5, atol=1e-5)
     assert_gradients_close(grads, expected)
-
-
-# The GPU family each compile target belongs to, and the shared memory one program may use there: A100 (sm_80),
-# L4 (sm_89), H100 (sm_90), from CUDA's table of compute capabilities (the opt-in maximum per block).
-FAMILY = {"sm_80": "sm_8x", "sm_89": "sm_8x", "sm_90": "sm_90"}
-SHARED_BYTES_PER_PROGRAM = {"sm_80": 166912, "sm_89": 101376, "sm_90": 232448}
 
 
 def kept_tiles(solution, family, d, T_q, T_k):
