@@ -82,6 +82,20 @@ def torch_masked_attention(
     return weights @ V, weights
 
 
+def causal_for_sdpa(T_q: int, T_k: int) -> bool:
+    """The ``is_causal`` that makes a function with SDPA's interface attend causally, bottom-right.
+
+    SDPA's ``is_causal`` is top-left: the same as bottom-right where T_q = T_k. Over a cache, one new query
+    sees every key (``False``); several new queries need a mask that ``is_causal`` cannot give.
+
+    Raises:
+        ValueError: 1 < T_q < T_k.
+    """
+    if T_q != T_k and T_q != 1:
+        raise ValueError(f"is_causal is top-left: {T_q} new queries over {T_k} keys need a bottom-right mask; decode one token at a time")
+    return T_q == T_k
+
+
 class ReferenceBlock(nn.Module):
     """A pre-norm decoder block with notebook 09's parameter names, attention by ``F.scaled_dot_product_attention``.
 
@@ -91,7 +105,7 @@ class ReferenceBlock(nn.Module):
     def __init__(self, d_model: int, num_heads: int, use_rope: bool = True, attention=None, random_norms: bool = False):
         super().__init__()
         self.num_heads, self.use_rope = num_heads, use_rope
-        self.attention = attention  # None: masked attention by PyTorch; else attention(q, k, v, is_causal=True), as DecoderBlock
+        self.attention = attention  # None: masked attention by PyTorch; else attention(q, k, v, is_causal=...), as DecoderBlock
         self.norm1 = nn.LayerNorm(d_model)
         self.qkv = nn.Linear(d_model, 3 * d_model)
         self.out_proj = nn.Linear(d_model, d_model)
@@ -129,7 +143,7 @@ class ReferenceBlock(nn.Module):
             allowed = torch.ones(T, k.shape[-2], dtype=torch.bool, device=x.device).tril(k.shape[-2] - T)  # bottom-right
             out, _ = scaled_dot_product_attention(q, k, v, attn_mask=allowed)
         else:
-            out = self.attention(q, k, v, is_causal=True)
+            out = self.attention(q, k, v, is_causal=causal_for_sdpa(T, k.shape[-2]))
         x = x + self.out_proj(out.transpose(1, 2).reshape(B, T, D))
         return x + self.mlp(self.norm2(x))
 

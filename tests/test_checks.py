@@ -854,3 +854,27 @@ def test_model_calls_sees_calls_through_forward_too() -> None:
         {"tokens": [1, 1], "start_pos": 3, "use_cache": True},
     ]
     assert "forward" not in vars(model), "the model is left as it was"
+
+
+def test_a_block_given_sdpa_decodes_over_its_cache_as_its_own_masked_attention(repo_root) -> None:
+    # SDPA's is_causal is top-left: over a cache one new query must see every cached key, not key 0 alone.
+    import torch.nn.functional as F
+
+    from autograder.solutions import load_solution
+    from course_utils.model_stand_ins import ReferenceBlock
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("COURSE_SOLUTIONS_DIR", str(repo_root / "solutions"))
+        solution = load_solution("09_language_model")
+    x = torch.randn(2, 5, 16, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
+    for block in (ReferenceBlock, solution.DecoderBlock):
+        torch.manual_seed(1)
+        own = block(16, 2).double()
+        given = block(16, 2, attention=F.scaled_dot_product_attention).double()
+        given.load_state_dict(own.state_dict())
+        expected = own(x)
+        given(x[:, :3], use_cache=True)  # prefill: T = T_k, top-left is bottom-right
+        decoded = [given(x[:, t : t + 1], start_pos=t, use_cache=True) for t in (3, 4)]
+        torch.testing.assert_close(torch.cat(decoded, dim=1), expected[:, 3:], msg=lambda m, b=block: f"{b.__name__}: {m}")
+        with pytest.raises(ValueError, match="top-left"):
+            given(x[:, :2], start_pos=5, use_cache=True)  # two new queries over seven keys: no is_causal fits
