@@ -154,3 +154,24 @@ def test_a_late_penalty_is_written_as_the_points_it_costs_rounded_as_the_score(t
     with (tmp_path / "grades.csv").open() as handle:
         [written] = list(csv.DictReader(handle))
     assert (written["score"], written["late_penalty"]) == ("8.8", "2.2")
+
+
+def test_a_submission_the_grader_could_not_finish_reaches_the_lms_once_a_person_grades_it(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'gradebook.db'}"
+    graded = graded_class()
+    failed = replace(graded.row_of("carol", ASSIGNMENT), score=0.0, outcome=Outcome(Kind.GRADING_ERROR, "the grader crashed"))
+    rows = [failed if r.student_id == "carol" else r for r in graded.grades]
+    export_to_gradebook(url, [replace(r, grade=failed, tests=()) if r.grade.student_id == "carol" else r for r in graded.results])
+    spec = AssignmentSpec.load(SOLUTIONS_DIR, ASSIGNMENT)
+    roster = Roster(["alice", "bob", "carol"])
+
+    def lms_cells(rows: list[GradeRow]) -> dict[str, str]:
+        with write_lms_import(rows, {ASSIGNMENT: spec}, roster, tmp_path).open() as handle:
+            return {r["student"]: r[ASSIGNMENT] for r in csv.DictReader(handle)}
+
+    assert lms_cells(with_gradebook_grades(rows, read_gradebook(url)))["carol"] == ""  # no 0 for the grader's fault
+    formgrader_puts(url, "carol", "test_softmax_matches_torch", manual_score=spec.tests["test_softmax_matches_torch"])
+    carol = next(r for r in with_gradebook_grades(rows, read_gradebook(url)) if r.student_id == "carol")
+    assert carol.graded_by_person and carol.score == pytest.approx(spec.tests["test_softmax_matches_torch"])
+    assert carol.score == pytest.approx(feedback_scores(url)["carol"])  # what nbgrader's feedback shows her
+    assert float(lms_cells(with_gradebook_grades(rows, read_gradebook(url)))["carol"]) == pytest.approx(carol.score)

@@ -394,7 +394,7 @@ def _as_graded_by_person(row: GradeRow, graded: GradebookGrade | None) -> GradeR
     parts += [f"a comment on {', '.join(commented)}"] if commented else []
     after = f" after the late penalty of {graded.late_penalty:g}" if graded.late_penalty else ""
     note = f"{GRADED_BY_PERSON}: {'; '.join(parts) or 'no score changed'}; {graded.score:g} points{after}"
-    return replace(row, score=graded.score, outcome=replace(row.outcome, notes=(*row.outcome.notes, note)))
+    return replace(row, score=graded.score, outcome=replace(row.outcome, notes=(*row.outcome.notes, note)), graded_by_person=True)
 
 
 def _cell_change(cell: CellGrade) -> str:

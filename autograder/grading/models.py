@@ -127,6 +127,7 @@ class GradeRow:
     max_score: float
     outcome: Outcome
     lateness: Lateness | None = None  # set where a hand-in time or a due date is known (autograder.grading.deadlines)
+    graded_by_person: bool = False  # score is a person's, from nbgrader's gradebook (gradebook_export.with_gradebook_grades)
 
     @property
     def status(self) -> str:

@@ -41,7 +41,8 @@ def write_gradebook(grades: list[GradeRow], specs: dict[str, AssignmentSpec], ou
 
 
 LMS_IMPORT_CSV = "lms-import.csv"
-# Rows whose zero is the grader's, not the student's: the LMS gets an empty cell, never a 0 to import.
+# Rows whose zero is the grader's, not the student's: the LMS gets an empty cell, never a 0 to import (unless a
+# person has graded the submission in nbgrader's gradebook: then the score is theirs).
 GRADER_FAULTS = frozenset({Kind.AUTOGRADE_FAILED, Kind.GRADING_ERROR, Kind.HEALTH_CHECK_FAILED, Kind.INVALID_RESULT})
 
 
@@ -51,7 +52,7 @@ def write_lms_import(grades: list[GradeRow], specs: dict[str, AssignmentSpec], r
     file Canvas's or Moodle's gradebook import reads back.
 
     Only students on the roster are written, since an LMS cannot import one it does not know; a row the
-    grader could not finish leaves its cell empty, so no 0 is imported for the grader's fault.
+    grader could not finish leaves its cell empty, so no 0 is imported for the grader's fault, until a person grades it.
     """
     names = [n for n in specs if any(r.assignment == n for r in grades)]
     points = {(r.student_id, r.assignment): r for r in grades}
@@ -63,7 +64,8 @@ def write_lms_import(grades: list[GradeRow], specs: dict[str, AssignmentSpec], r
         cells = []
         for name in names:
             found = points.get((student, name))
-            cells.append("" if found is None or found.outcome.kind in GRADER_FAULTS else f"{found.score:g}")
+            unscored = found is None or (found.outcome.kind in GRADER_FAULTS and not found.graded_by_person)
+            cells.append("" if unscored else f"{found.score:g}")
         rows.append([*own, *cells])
     return write_csv(out / LMS_IMPORT_CSV, [*header, *names], rows)
 
