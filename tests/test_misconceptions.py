@@ -10,7 +10,7 @@ from autograder.grading.models import MISCONCEPTION_SEPARATOR
 from autograder.mistakes import MISTAKES, Variant
 from autograder.settings import SOLUTIONS_DIR
 from autograder.solutions import solution_module
-from course_utils import recording, student_values
+from course_utils import recording
 from course_utils.notebook_cells import solution_cells
 
 
@@ -166,66 +166,3 @@ def test_each_of_04s_masks_sends_the_student_to_its_own_section() -> None:
     source = nbformat.read(SOLUTIONS_DIR / "04_masking" / "04_masking.ipynb", as_version=4)
     sections = {cell: section_of(source, cell).split(".")[0] for cell in ("padding_mask", "causal_mask", "sliding_window_mask")}
     assert sections == {"padding_mask": "2", "causal_mask": "3", "sliding_window_mask": "4"}
-
-
-def _adds(k: float):  # noqa: ANN202 - a stand-in made by the test, as a test cell makes one
-    return lambda v: v + k
-
-
-OFFSET = 1.0
-
-
-def _adds_offset(v: torch.Tensor) -> torch.Tensor:
-    return v + OFFSET
-
-
-def test_a_replayed_call_is_answered_from_memory_only_for_the_very_same_inputs() -> None:
-    """Naming keeps what a mistake (or the solution) gave on a call, since a test gives every submission the same
-    inputs; a call that differs in anything its result may depend on runs again, and one it cannot digest always runs."""
-    import types
-    from dataclasses import replace
-
-    from autograder.grading import misconceptions
-
-    digest = misconceptions._digest
-    x = torch.arange(12.0).reshape(3, 4)
-    call = _softmax_call(x, x)
-    # The student's result is not an input: the same inputs, whatever the student gave, are one call.
-    assert digest(call) == digest(replace(call, args=(x.clone(),), outcome=recording.CallOutcome("raised", error_type="E")))
-    past_the_view = torch.arange(16.0).reshape(4, 4)[:3]
-    assert torch.equal(past_the_view, x)
-    shared = torch.arange(12.0).reshape(3, 4)
-    same_inputs = [call, replace(call, stand_ins={"f": _adds(1.0)}), replace(call, args=(shared, shared))]
-    different = [
-        replace(call, args=(x + 1,)),
-        replace(call, args=(x.double(),)),
-        replace(call, args=(x.t().contiguous().t(),)),  # the same values at other strides
-        replace(call, args=(past_the_view,)),  # the same view of other memory: a mistake may read past it
-        replace(call, args=(shared, shared.clone())),  # the same values, not the same memory
-        replace(call, rng=torch.random.get_rng_state()),
-        replace(call, stand_ins={"f": _adds(2.0)}),
-        replace(call, stand_ins={"f": _adds_offset}),
-        replace(call, target="name:hard_lookup"),
-        replace(call, forbidden_builtins=("torch.softmax",)),
-    ]
-    digests = [digest(c) for c in same_inputs + different]
-    assert len(set(digests)) == len(digests)
-    assert digest(replace(call, stand_ins={"f": _adds(1.0)})) == digests[1]
-    global OFFSET
-    before, OFFSET = digest(replace(call, stand_ins={"f": _adds_offset})), 2.0
-    try:
-        assert digest(replace(call, stand_ins={"f": _adds_offset})) != before, "a global the stand-in reads is an input"
-    finally:
-        OFFSET = 1.0
-    # Whose values a question has is set per submission, outside the call: each student's answer is their own.
-    with student_values.grading_student("a"):
-        first = digest(call)
-    with student_values.grading_student("b"):
-        assert digest(call) != first, "the graded student is an input"
-
-    module, runs = types.ModuleType("a_mistake"), []
-    answer = lambda: runs.append(1) or len(runs)  # noqa: E731
-    assert [misconceptions._remembered(module, c, answer) for c in (call, replace(call, args=(x.clone(),)), different[0])] == [1, 1, 2]
-    assert misconceptions._remembered(types.ModuleType("another"), call, answer) == 3, "another mistake runs its own"
-    opaque = replace(call, args=(object(),))
-    assert [misconceptions._remembered(module, opaque, answer) for _ in range(2)] == [4, 5], "what it cannot digest runs each time"

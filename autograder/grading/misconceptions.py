@@ -17,18 +17,15 @@ from __future__ import annotations
 
 import contextlib
 import copy
-import functools
-import hashlib
 import math
 import time
-import types
 import warnings
 from typing import Any, Iterator, Sequence
 
 import torch
 from nbformat.notebooknode import NotebookNode
 
-from course_utils import recording, student_calls, student_values
+from course_utils import recording, student_calls
 from course_utils.comparisons import tolerance
 from course_utils.memory import tensors_in
 from course_utils.notebook_cells import is_solution_cell, nbgrader_meta, solution_cells
@@ -292,15 +289,13 @@ def _same_result(module: Any, objects: dict[int, Any], call: recording.Replayed)
         fn, args = _measured(module, objects, call)
         args, kwargs = _inputs(args, objects), _inputs(call.kwargs, objects)
         with _live(call.rng):
-            value = _remembered(module, call, lambda: recording.apply_measure(call.measure, lambda: fn(*args, **kwargs), args, kwargs))
+            value = recording.apply_measure(call.measure, lambda: fn(*args, **kwargs), args, kwargs)
             return _close_measurement(call.target, value, call.outcome.value)
     fn = _target(module, objects, call)
     args, kwargs = _inputs(call.args, objects), _inputs(call.kwargs, objects)
     wrap = call.through[1] if call.through else None
     with _live(call.rng):
-        outcome = _remembered(
-            module, call, lambda: recording.run_call(fn, call.attribute, args, kwargs, call.stand_ins, call.forbidden_builtins, wrap)
-        )
+        outcome = recording.run_call(fn, call.attribute, args, kwargs, call.stand_ins, call.forbidden_builtins, wrap)
     if call.forbidden_builtins and set(outcome.forbidden_calls) != set(call.outcome.forbidden_calls):
         return False
     if call.outcome.kind == "handle":
@@ -314,127 +309,6 @@ def _same_result(module: Any, objects: dict[int, Any], call: recording.Replayed)
         # The same error for the same reason: a launch refused for too few programs is not one refused for too many.
         return (outcome.error_type, outcome.message[:2000]) == (call.outcome.error_type, call.outcome.message)
     return results_match(outcome.value, call.outcome.value)
-
-
-# What a mistake (or the solution) gave on a call, by what the call gave it: each test gives every submission the same
-# inputs, and a test that fails in many submissions of a class (or, in the synthetic class, of its packed mistakes)
-# would otherwise replay the same mistakes, and the solution, on them again each time. Kept per worker process.
-_OUTCOMES_KEPT = 4096
-_DIGEST_ITEMS = 20_000
-_outcomes: dict[tuple[int, str], Any] = {}
-
-
-class _Unkeyable(Exception):
-    """Something a call depends on that a digest cannot stand for (an object, state of the test's own)."""
-
-
-def _remembered(module: Any, call: recording.Replayed, run: Any) -> Any:
-    """``run()``, or what it gave before for a call with the same inputs on the same module. A call on an object the
-    test made (a handle), one that makes an object, and one whose inputs cannot all be digested always run."""
-    if call.target.startswith("handle:") or call.outcome.kind == "handle":
-        return run()
-    try:
-        key = (id(module), _digest(call))
-    except (_Unkeyable, RecursionError):
-        return run()
-    found = _outcomes.get(key)
-    if found is None:
-        if len(_outcomes) >= _OUTCOMES_KEPT:
-            _outcomes.clear()
-        found = _outcomes[key] = (module, run())  # the module is kept alive with it: its id cannot be reused meanwhile
-    return found[1]
-
-
-def _digest(call: recording.Replayed) -> str:
-    """A digest of everything the call's result depends on besides the module: what it calls, its inputs (whole
-    storages, strides and which share memory: a mistake may read past a view), the random state, the stand-ins,
-    the forbidden built-ins, the wrapper and the measurement, by their code and everything that code reads, and the
-    graded student."""
-    digest = hashlib.sha256()
-    storages: dict[int, int] = {}
-    seen: set[int] = set()
-    fed = [0]
-
-    def feed(value: Any) -> None:
-        fed[0] += 1
-        if fed[0] > _DIGEST_ITEMS:  # code that reaches this far into libraries is simply run again
-            raise _Unkeyable("too much to digest")
-        if isinstance(value, torch.Tensor):
-            if type(value) not in (torch.Tensor, torch.nn.Parameter):
-                raise _Unkeyable("a tensor of a class of its own")  # it may keep state, or act on what is done to it
-            digest.update(f"T{value.dtype}{tuple(value.shape)}{value.device}{value.requires_grad}{value.grad_fn is not None}".encode())
-            if value.is_meta:
-                return
-            if value.device.type != "cpu" or value.layout is not torch.strided or value.is_conj() or value.is_neg():
-                raise _Unkeyable("a tensor off the CPU, or with a layout of its own")
-            storage = value.untyped_storage()
-            new = storage.data_ptr() not in storages
-            number = storages.setdefault(storage.data_ptr(), len(storages))
-            digest.update(f"{value.stride()}{value.storage_offset()}S{number}:{storage.nbytes()}".encode())
-            if new:  # each storage's bytes once
-                digest.update(torch.empty(0, dtype=torch.uint8).set_(storage).numpy().tobytes())
-        elif value is None or isinstance(value, (bool, int, float, complex, str, bytes, torch.dtype, torch.device)):
-            digest.update(f"V{type(value).__name__}:{value!r}".encode())
-        elif isinstance(value, (tuple, list)):
-            digest.update(f"L{type(value).__name__}{len(value)}(".encode())
-            for item in value:
-                feed(item)
-            digest.update(b")")
-        elif isinstance(value, dict):
-            digest.update(f"D{len(value)}(".encode())
-            for name, item in value.items():
-                feed(name)
-                feed(item)
-            digest.update(b")")
-        elif isinstance(value, types.ModuleType):
-            digest.update(f"M{id(value)}".encode())  # the same module object: a mistake's, the solution's, torch
-        elif isinstance(value, (types.BuiltinFunctionType, type)):
-            digest.update(f"B{id(value)}".encode())  # built-ins and classes live as long as their modules
-        elif isinstance(value, functools.partial):
-            digest.update(b"partial")
-            feed((value.func, value.args, value.keywords))
-        elif isinstance(value, types.MethodType):
-            digest.update(b"method")
-            feed((value.__func__, value.__self__))
-        elif isinstance(value, types.FunctionType):
-            function(value)
-        elif isinstance(value, types.CodeType):
-            digest.update(value.co_code + repr(value.co_names).encode())
-            feed(tuple(c for c in value.co_consts))
-        elif isinstance(value, recording.Placeholder):
-            digest.update(f"P{value.__name__}".encode())  # the graded name: the module's own function is what runs
-        elif isinstance(value, (recording.Handle, recording.Withheld)):
-            raise _Unkeyable("an object of the test's, or a value withheld")
-        else:
-            raise _Unkeyable(type(value).__qualname__)
-
-    def function(fn: types.FunctionType) -> None:
-        digest.update(f"F{fn.__module__}.{fn.__qualname__}".encode())
-        if id(fn) in seen:
-            return
-        seen.add(id(fn))
-        feed(fn.__code__)
-        feed((fn.__defaults__, fn.__kwdefaults__))
-        feed(tuple(cell.cell_contents for cell in fn.__closure__ or ()))
-        names = _global_names(fn.__code__)
-        feed({name: fn.__globals__[name] for name in sorted(names) if name in fn.__globals__})
-
-    feed((call.target, call.attribute, call.args, call.kwargs, call.stand_ins, call.forbidden_builtins, call.through))
-    feed((call.fn, call.measure, call.rng, torch.get_default_dtype(), torch.is_grad_enabled()))
-    # What the trusted pass sets per submission and course code reads: whose values a question has, and which of the
-    # notebook's functions a GPU check may build.
-    submitted = recording.submitted_functions()
-    feed((student_values.graded_student(), None if submitted is None else sorted(submitted)))
-    return digest.hexdigest()
-
-
-def _global_names(code: types.CodeType) -> set[str]:
-    """The names ``code`` (and the code nested in it) may read from its globals."""
-    names = set(code.co_names)
-    for constant in code.co_consts:
-        if isinstance(constant, types.CodeType):
-            names |= _global_names(constant)
-    return names
 
 
 def _same_entries_wrong(module: Any, solution: Any, call: recording.Replayed) -> bool:
