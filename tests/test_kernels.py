@@ -7,6 +7,7 @@ TRITON_INTERPRET=1 itself when there is no GPU. The GPU tests are skipped withou
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 
@@ -492,6 +493,35 @@ def _row_softmax_launcher(kernel):
 
 
 @needs_interpreter
+def test_skipping_the_dropped_overflow_checks_changes_no_result(monkeypatch):
+    # Grading turns off the interpreter's int32 overflow checks, which its device_assert drops with debug off:
+    # an int32 product that wraps, and one that does not, come out the same either way.
+    from triton.runtime import interpreter
+
+    from course_utils.kernels import launch, skip_unasserted_overflow_checks, tl, triton
+
+    @triton.jit
+    def wrap(X, OUT, BLOCK: tl.constexpr):
+        offs = tl.arange(0, BLOCK)
+        x = tl.load(X + offs)
+        tl.store(OUT + offs, x * 65537 + offs - 3)
+
+    x = torch.tensor([1, -7, 40000, 2**30, -(2**31), 123456, 0, 5], dtype=torch.int32)
+    checked = dataclasses.replace(interpreter.interpreter_builder.options, sanitize_overflow=True, debug=False)
+    runs = []
+    for skip in (False, True):
+        monkeypatch.setattr(interpreter.interpreter_builder, "options", checked)  # restored after the test
+        if skip:
+            skip_unasserted_overflow_checks()
+            assert not interpreter.interpreter_builder.options.sanitize_overflow
+        out = torch.empty_like(x)
+        launch(wrap, (1,), x, out, BLOCK=8)
+        runs.append(out)
+    expected = (x.long() * 65537 + torch.arange(8) - 3).to(torch.int32)  # two's-complement wrap, as a GPU does
+    assert torch.equal(runs[0], expected) and torch.equal(runs[1], expected)
+
+
+@needs_interpreter
 def test_a_trace_counts_what_each_program_reads_as_it_runs():
     from course_utils.execution_checks import check_kernel_outputs, check_reads_at_most, check_rows_read
     from course_utils.kernel_trace import returned_by_kernels, trace_kernels
@@ -652,11 +682,18 @@ def test_a_projects_own_flash_attention_test_passes_with_either_function(backwar
 def test_triton_backward_natively_on_the_gpu(backward_solution, shape, dtype, tol, causal):
     # Notebook 08's two kernels compiled for this GPU, against SDPA's autograd in float32. Gradients sum over
     # T terms in low precision, so their tolerances are wider than the forward's; float32 tiles go through TF32.
+    assert_native_gradients_close(backward_solution, backward_solution.flash_attention_backward_triton, shape, dtype, tol, causal)
+
+
+def assert_native_gradients_close(solution, backward, shape, dtype, tol, causal, before=None):
+    """``backward`` on the GPU after 08's forward kernel, against SDPA's autograd in float32; ``before(Q)`` runs first."""
     B, H, T_q, T_k, d = shape
     Q, K, V = qkv(B, H, T_q, T_k, d, dtype=dtype, device="cuda")
     dO = random_tensor(B, H, T_q, d, seed=9).to("cuda", dtype)
-    O, L = backward_solution.flash_attention_triton(Q, K, V, is_causal=causal)
-    grads = backward_solution.flash_attention_backward_triton(Q, K, V, O, dO, L, is_causal=causal)
+    if before is not None:
+        before(Q)
+    O, L = solution.flash_attention_triton(Q, K, V, is_causal=causal)
+    grads = backward(Q, K, V, O, dO, L, is_causal=causal)
     expected = sdpa_gradients(Q.float(), K.float(), V.float(), dO.float(), is_causal=causal)
     for name, got, want in zip(("dQ", "dK", "dV"), grads, expected):
         assert got.dtype == dtype, name
@@ -886,16 +923,9 @@ def pin_one_tile(solution, monkeypatch, Q, T_q, T_k, which=0):
 def test_fast_backward_natively_on_the_gpu(backward_solution, monkeypatch, shape, dtype, tol, causal):
     # Against SDPA's autograd in float32, as section 7's kernels are; float32 tiles go through TF32. One tile each
     # (the autotuners' timing of every tile at every shape would take minutes): the next test runs every tile.
-    B, H, T_q, T_k, d = shape
-    Q, K, V = qkv(B, H, T_q, T_k, d, dtype=dtype, device="cuda")
-    dO = random_tensor(B, H, T_q, d, seed=9).to("cuda", dtype)
-    pin_one_tile(backward_solution, monkeypatch, Q, T_q, T_k)
-    O, L = backward_solution.flash_attention_triton(Q, K, V, is_causal=causal)
-    grads = backward_solution.flash_attention_backward_fast(Q, K, V, O, dO, L, is_causal=causal)
-    expected = sdpa_gradients(Q.float(), K.float(), V.float(), dO.float(), is_causal=causal)
-    for name, got, want in zip(("dQ", "dK", "dV"), grads, expected):
-        assert got.dtype == dtype, name
-        torch.testing.assert_close(got.float(), want, rtol=tol, atol=tol, msg=lambda m, name=name: f"{name}: {m}")
+    s, (_, _, T_q, T_k, _) = backward_solution, shape
+    pin = lambda Q: pin_one_tile(s, monkeypatch, Q, T_q, T_k)  # noqa: E731
+    assert_native_gradients_close(s, s.flash_attention_backward_fast, shape, dtype, tol, causal, before=pin)
 
 
 @needs_gpu

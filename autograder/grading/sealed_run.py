@@ -40,7 +40,6 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
-import dataclasses
 import json
 import os
 import shutil
@@ -250,22 +249,6 @@ def make_shell() -> Any:
     return SealedShell.instance(config=config)
 
 
-def skip_unasserted_overflow_checks() -> None:
-    """Triton's interpreter redoes every int32 add, sub and mul in int64 to check it for overflow, then drops the
-    check: its ``device_assert`` does nothing unless ``debug`` is on. Without that work, kernels run about a quarter
-    faster in the interpreter and compute, raise and print the same. (Here, so that this runner stays standalone;
-    the trusted pass calls it too: ``verdicts.decide``.)"""
-    interpreter = sys.modules.get("triton.runtime.interpreter")
-    if interpreter is None:
-        try:
-            import triton.runtime.interpreter as interpreter
-        except ImportError:
-            return
-    options = interpreter.interpreter_builder.options
-    if options.sanitize_overflow and not options.debug:
-        interpreter.interpreter_builder.options = dataclasses.replace(options, sanitize_overflow=False)
-
-
 def preload() -> Any:
     """What every notebook imports, once: each fork starts with it in memory."""
     import matplotlib
@@ -288,7 +271,7 @@ def preload() -> Any:
     except ImportError:
         pass
     else:
-        from course_utils.kernels import triton_installation_key
+        from course_utils.kernels import skip_unasserted_overflow_checks, triton_installation_key
 
         triton_installation_key()  # hashed once here: every compile for a GPU check reuses it
         skip_unasserted_overflow_checks()

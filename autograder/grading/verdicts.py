@@ -31,7 +31,6 @@ from course_utils.student_values import ID_VARIABLE, grading_student
 
 from ..solutions import top_level_imports
 from .models import Misconception
-from .sealed_run import skip_unasserted_overflow_checks
 
 # What test cells may use besides the notebook's imports: grading runs on the CPU, sealed.
 GRADING_FACTS = "device = torch.device('cpu')\nON_GPU = False\n"
@@ -105,6 +104,8 @@ def decide(
     events = recording.read_record(record)
     namespace = trusted_namespace(source, student)
     if "triton" in sys.modules:  # the notebook's imports brought it: its kernels (and the mistakes') run interpreted here
+        from course_utils.kernels import skip_unasserted_overflow_checks
+
         skip_unasserted_overflow_checks()
     verdicts = {}
     submitted = None
